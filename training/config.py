@@ -1,0 +1,209 @@
+"""Typed settings for the training job.
+
+One dataclass, ``TrainConfig``, is the single source of truth: the command
+line (``--steps 40 --model tiny``) and the cluster planner's stack-file ``job``
+object (``TrainConfig.from_overrides({"microBatch": 8})``) both map onto its
+fields, so a setting cannot exist in one place and not the other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import typing
+from dataclasses import dataclass, field
+
+
+class ConfigError(ValueError):
+    """A setting is wrong; the message names it and says how to fix it."""
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    """Shape of one named GPT model."""
+
+    n_layer: int
+    n_head: int
+    n_embd: int
+    vocab_size: int
+    """Embedding rows; GPT-2's 50257 padded to 50304 (a multiple of 128) for fast matmuls."""
+    data_vocab: int
+    """Token ids the data may contain (the unpadded vocabulary)."""
+
+
+MODEL_SIZES: dict[str, ModelSize] = {
+    "tiny": ModelSize(n_layer=2, n_head=2, n_embd=64, vocab_size=256, data_vocab=256),
+    "gpt2": ModelSize(n_layer=12, n_head=12, n_embd=768, vocab_size=50304, data_vocab=50257),
+    "gpt2-medium": ModelSize(n_layer=24, n_head=16, n_embd=1024, vocab_size=50304, data_vocab=50257),
+    "gpt2-large": ModelSize(n_layer=36, n_head=20, n_embd=1280, vocab_size=50304, data_vocab=50257),
+    "gpt2-xl": ModelSize(n_layer=48, n_head=25, n_embd=1600, vocab_size=50304, data_vocab=50257),
+}
+
+
+def _doc(text: str, **extra: typing.Any) -> typing.Any:
+    return field(metadata={"doc": text}, **extra)
+
+
+@dataclass
+class TrainConfig:
+    """Every setting of a training run, with its default."""
+
+    model: str = _doc(f"Named model size: one of {', '.join(MODEL_SIZES)}.", default="gpt2")
+    seq_len: int = _doc("Tokens per sequence (context length).", default=1024)
+    global_batch: int = _doc(
+        "Sequences per optimizer step across all ranks; kept fixed when the world size changes.",
+        default=512,
+    )
+    micro_batch: int = _doc("Sequences per forward/backward pass on one rank.", default=32)
+    steps: int = _doc("Optimizer steps to train for (total, counting steps before a resume).", default=1000)
+    lr: float = _doc("Peak learning rate of AdamW.", default=6e-4)
+    min_lr_ratio: float = _doc("Cosine schedule floor as a fraction of lr.", default=0.1)
+    warmup_steps: int = _doc("Linear learning-rate warm-up steps.", default=100)
+    weight_decay: float = _doc("AdamW weight decay on matrices (not on biases, norms).", default=0.1)
+    beta1: float = _doc("AdamW beta1.", default=0.9)
+    beta2: float = _doc("AdamW beta2.", default=0.95)
+    grad_clip: float = _doc("Clip the global gradient norm to this; 0 disables clipping.", default=1.0)
+    seed: int = _doc("Seed for initialisation and the synthetic data stream.", default=1337)
+    data: str = _doc(
+        "'synthetic' for the built-in learnable token stream, or a local path to a uint16 .bin token file.",
+        default="synthetic",
+    )
+    run_dir: str = _doc("Directory for metrics, TensorBoard events and summary.json.", default="runs/default")
+    checkpoint_dir: str = _doc("Directory for checkpoints; empty means <run_dir>/checkpoints.", default="")
+    checkpoint_every: int = _doc("Write a checkpoint every N steps; 0 only on signals and at the end.", default=200)
+    keep_checkpoints: int = _doc("Keep the last K checkpoints.", default=3)
+    checkpoint_at_end: bool = _doc("Write a checkpoint after the last step.", default=True)
+    resume: bool = _doc("Resume from the latest valid checkpoint in checkpoint_dir when one exists.", default=True)
+    log_every: int = _doc("Read the loss back from the device and log metrics every N steps.", default=10)
+    compile: str = _doc("torch.compile: 'auto' (on for CUDA, off for CPU), 'on' or 'off'.", default="auto")
+    activation_checkpointing: bool = _doc(
+        "Recompute each block's activations in backward to save memory.", default=False
+    )
+    dtype: str = _doc("Autocast dtype: 'auto' (bf16 on CUDA, fp32 on CPU), 'bf16' or 'fp32'.", default="auto")
+    device: str = _doc("'auto' (CUDA if available, else CPU), 'cuda' or 'cpu'.", default="auto")
+    bucket_cap_mb: int = _doc("DDP gradient bucket size in MiB.", default=100)
+    peak_tflops: float = _doc(
+        "Peak dense bf16 TFLOP/s of one device for MFU; 0 looks the device name up in a built-in table.",
+        default=0.0,
+    )
+    memory_limit_gb: float = _doc(
+        "Device memory budget for the pre-flight check; 0 uses free CUDA memory (and skips the check on CPU).",
+        default=0.0,
+    )
+    stop_after_steps: int = _doc(
+        "Exit cleanly (with a checkpoint) after this many steps of this process; 0 means run to 'steps'. "
+        "For tests and drills of interrupted runs.",
+        default=0,
+    )
+    progress: bool = _doc("Show a progress bar on rank 0 when stdout is a terminal.", default=True)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    @property
+    def size(self) -> ModelSize:
+        return MODEL_SIZES[self.model]
+
+    def resolved_checkpoint_dir(self) -> str:
+        return self.checkpoint_dir or f"{self.run_dir.rstrip('/')}/checkpoints"
+
+    def validate(self) -> None:
+        """Check settings that do not depend on the world size."""
+        if self.model not in MODEL_SIZES:
+            raise ConfigError(
+                f"Unknown model size '{self.model}' (setting 'model'). "
+                f"Choose one of: {', '.join(MODEL_SIZES)}."
+            )
+        size = self.size
+        if size.n_embd % size.n_head:
+            raise ConfigError(f"Model '{self.model}': n_embd must be divisible by n_head.")
+        for name in ("seq_len", "global_batch", "micro_batch", "steps", "keep_checkpoints", "log_every"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"Setting '{name}' must be at least 1 (got {getattr(self, name)}).")
+        if self.global_batch % self.micro_batch:
+            raise ConfigError(
+                f"global_batch={self.global_batch} is not divisible by micro_batch={self.micro_batch}. "
+                "Set global_batch to a multiple of micro_batch * world_size."
+            )
+        for name, allowed in (("compile", ("auto", "on", "off")), ("dtype", ("auto", "bf16", "fp32")),
+                              ("device", ("auto", "cuda", "cpu"))):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"Setting '{name}' must be one of {', '.join(allowed)} (got '{getattr(self, name)}').")
+
+    def accum_steps(self, world_size: int) -> int:
+        """Micro-steps per optimizer step so that micro_batch * world_size * accum == global_batch."""
+        per_step = self.micro_batch * world_size
+        if self.global_batch % per_step:
+            raise ConfigError(
+                f"global_batch={self.global_batch} is not divisible by micro_batch={self.micro_batch} "
+                f"x world_size={world_size} = {per_step}. Set global_batch to a multiple of {per_step} "
+                "(or change micro_batch) so the global batch stays exact on this many ranks."
+            )
+        return self.global_batch // per_step
+
+    @classmethod
+    def field_docs(cls) -> dict[str, str]:
+        return {f.name: f.metadata["doc"] for f in dataclasses.fields(cls)}
+
+    @classmethod
+    def from_overrides(cls, overrides: typing.Mapping[str, typing.Any] | None = None, **base: typing.Any) -> "TrainConfig":
+        """Build a config from a dict with camelCase or snake_case keys (the stack file's ``job`` object).
+
+        Values are converted to the field's type; an unknown key raises ConfigError naming it.
+        """
+        values = dict(base)
+        types = typing.get_type_hints(cls)
+        for key, value in (overrides or {}).items():
+            name = _snake(key)
+            if name not in types:
+                raise ConfigError(
+                    f"Unknown training setting '{key}'. Known settings: {', '.join(sorted(types))} "
+                    "(camelCase or snake_case)."
+                )
+            values[name] = _coerce(name, types[name], value)
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, typing.Any]:
+        return dataclasses.asdict(self)
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower().replace("-", "_")
+
+
+def _coerce(name: str, kind: type, value: typing.Any) -> typing.Any:
+    try:
+        if kind is bool:
+            if isinstance(value, str):
+                lowered = value.strip().lower()
+                if lowered in ("1", "true", "yes", "on"):
+                    return True
+                if lowered in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(value)
+            return bool(value)
+        if kind is int and isinstance(value, float) and not value.is_integer():
+            raise ValueError(value)
+        return kind(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"Setting '{name}' expects {kind.__name__}, got {value!r}.") from None
+
+
+def parse_args(argv: typing.Sequence[str] | None = None) -> TrainConfig:
+    """Parse ``--flag value`` pairs (flags are the field names, dashes or underscores) into a TrainConfig."""
+    parser = argparse.ArgumentParser(
+        prog="python -m training.train",
+        description="GPT-style decoder LM training with PyTorch DDP.",
+        argument_default=argparse.SUPPRESS,
+    )
+    types = typing.get_type_hints(TrainConfig)
+    for name, doc in TrainConfig.field_docs().items():
+        default = TrainConfig.__dataclass_fields__[name].default
+        flags = dict.fromkeys((f"--{name.replace('_', '-')}", f"--{name}"))
+        parser.add_argument(
+            *flags, dest=name, metavar=types[name].__name__.upper(),
+            help=f"{doc} (default: {default})",
+        )
+    parsed = vars(parser.parse_args(argv))
+    return TrainConfig.from_overrides(parsed)
