@@ -96,6 +96,9 @@ class TrainConfig:
         "For tests and drills of interrupted runs.",
         default=0,
     )
+    timing_warmup_steps: int = _doc(
+        "Steps left out of the summary's throughput figures (compilation, allocator warm-up).", default=1
+    )
     progress: bool = _doc("Show a progress bar on rank 0 when stdout is a terminal.", default=True)
 
     def __post_init__(self) -> None:

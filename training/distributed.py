@@ -1,0 +1,104 @@
+"""Process-group setup and placement of this rank on its GPU and NUMA node.
+
+Works unchanged under plain ``python`` (one process, no process group),
+``torchrun --standalone`` and elastic torchrun: everything comes from the
+RANK / WORLD_SIZE / LOCAL_RANK variables torchrun sets.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass
+class Dist:
+    rank: int
+    local_rank: int
+    world_size: int
+    device: torch.device
+    control_group: dist.ProcessGroup | None
+    """A gloo group for small host-side agreements (stop flags), so they never wait on the GPU stream."""
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    def any_true(self, flag: bool) -> bool:
+        """True on every rank if ``flag`` is true on any rank (an all-reduce MAX on the CPU)."""
+        if not self.enabled:
+            return flag
+        value = torch.tensor([int(flag)], dtype=torch.int32)
+        dist.all_reduce(value, op=dist.ReduceOp.MAX, group=self.control_group)
+        return bool(value.item())
+
+    def broadcast_object(self, obj):
+        """Rank 0's ``obj`` on every rank."""
+        if not self.enabled:
+            return obj
+        box = [obj]
+        dist.broadcast_object_list(box, src=0, group=self.control_group)
+        return box[0]
+
+    def close(self) -> None:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _numa_cpus(device_index: int) -> set[int] | None:
+    """CPUs of the NUMA node the GPU hangs off, read from sysfs; None where that is unknown."""
+    props = torch.cuda.get_device_properties(device_index)
+    try:
+        bus_id = f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}.0"
+        node = int(Path(f"/sys/bus/pci/devices/{bus_id}/numa_node").read_text())
+        cpulist = Path(f"/sys/devices/system/node/node{node}/cpulist").read_text().strip()
+    except (AttributeError, OSError, ValueError):
+        return None
+    if node < 0:
+        return None
+    cpus: set[int] = set()
+    for part in cpulist.split(","):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+def pin_to_gpu_numa_node(device_index: int) -> set[int] | None:
+    """Restrict this process to its GPU's NUMA node, so host copies and the data path stay local."""
+    cpus = _numa_cpus(device_index)
+    if not cpus:
+        return None
+    allowed = cpus & os.sched_getaffinity(0)
+    if allowed:
+        os.sched_setaffinity(0, allowed)
+    return allowed or None
+
+
+def setup(device_choice: str = "auto") -> Dist:
+    """Initialise the process group (NCCL on GPUs, gloo on CPU) and select this rank's device."""
+    rank = int(os.environ.get("RANK", 0))
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    use_cuda = torch.cuda.is_available() if device_choice == "auto" else device_choice == "cuda"
+    if use_cuda:
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+        pin_to_gpu_numa_node(local_rank)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    else:
+        device = torch.device("cpu")
+    control = None
+    if world_size > 1:
+        backend = "nccl" if use_cuda else "gloo"
+        dist.init_process_group(backend=backend, device_id=device if use_cuda else None)
+        control = dist.new_group(backend="gloo") if use_cuda else dist.group.WORLD
+    return Dist(rank=rank, local_rank=local_rank, world_size=world_size, device=device, control_group=control)

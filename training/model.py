@@ -1,0 +1,111 @@
+"""GPT-2-style decoder-only language model.
+
+Pre-norm transformer blocks, fused QKV projection, causal attention through
+``F.scaled_dot_product_attention`` (FlashAttention kernels on CUDA), GELU MLP,
+and an output head tied to the token embedding. Written for throughput: no
+Python-side work per token, so ``torch.compile`` sees one clean graph.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from training.config import ModelSize
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, size: ModelSize) -> None:
+        super().__init__()
+        self.n_head = size.n_head
+        self.qkv = nn.Linear(size.n_embd, 3 * size.n_embd)
+        self.proj = nn.Linear(size.n_embd, size.n_embd)
+        self.proj.residual_out = True
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, seq, width = x.shape
+        q, k, v = self.qkv(x).view(batch, seq, 3, self.n_head, width // self.n_head).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(y.transpose(1, 2).reshape(batch, seq, width))
+
+
+class MLP(nn.Module):
+    def __init__(self, size: ModelSize) -> None:
+        super().__init__()
+        self.up = nn.Linear(size.n_embd, 4 * size.n_embd)
+        self.down = nn.Linear(4 * size.n_embd, size.n_embd)
+        self.down.residual_out = True
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.gelu(self.up(x), approximate="tanh"))
+
+
+class Block(nn.Module):
+    def __init__(self, size: ModelSize) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(size.n_embd)
+        self.attn = CausalSelfAttention(size)
+        self.ln2 = nn.LayerNorm(size.n_embd)
+        self.mlp = MLP(size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, size: ModelSize, seq_len: int, activation_checkpointing: bool = False) -> None:
+        super().__init__()
+        self.size = size
+        self.seq_len = seq_len
+        self.activation_checkpointing = activation_checkpointing
+        self.wte = nn.Embedding(size.vocab_size, size.n_embd)
+        self.wpe = nn.Embedding(seq_len, size.n_embd)
+        self.blocks = nn.ModuleList(Block(size) for _ in range(size.n_layer))
+        self.ln_f = nn.LayerNorm(size.n_embd)
+        self.head = nn.Linear(size.n_embd, size.vocab_size, bias=False)
+        self.head.weight = self.wte.weight
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module: nn.Module) -> None:
+        # GPT-2 init: N(0, 0.02), residual output projections scaled by 1/sqrt(2 * n_layer)
+        # so the residual stream's variance does not grow with depth.
+        if isinstance(module, nn.Linear):
+            std = 0.02 / math.sqrt(2 * self.size.n_layer) if getattr(module, "residual_out", False) else 0.02
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Mean next-token cross-entropy of ``targets`` given ``idx`` (both [batch, seq])."""
+        positions = torch.arange(idx.shape[1], device=idx.device)
+        x = self.wte(idx) + self.wpe(positions)
+        for block in self.blocks:
+            if self.activation_checkpointing and self.training:
+                x = checkpoint(block, x, use_reentrant=False)
+            else:
+                x = block(x)
+        logits = self.head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
+
+    def num_params(self) -> int:
+        """Parameters counted once (the tied head is the embedding)."""
+        return sum(p.numel() for p in self.parameters())
+
+    def flops_per_token(self) -> int:
+        """Training FLOPs per token: 6 per matmul weight (excluding the position table, a lookup)
+        plus causal attention's score and value products, 12 * layers * width * seq_len (PaLM's estimate)."""
+        matmul_params = self.num_params() - self.wpe.weight.numel()
+        return 6 * matmul_params + 12 * self.size.n_layer * self.size.n_embd * self.seq_len
+
+    def param_groups(self, weight_decay: float) -> list[dict]:
+        """Decay matrices and embeddings; leave biases and LayerNorm gains undecayed."""
+        decay = [p for p in self.parameters() if p.dim() >= 2]
+        no_decay = [p for p in self.parameters() if p.dim() < 2]
+        return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
