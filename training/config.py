@@ -80,6 +80,9 @@ class TrainConfig:
     activation_checkpointing: bool = _doc(
         "Recompute each block's activations in backward to save memory.", default=False
     )
+    sdpa_backend: str = _doc(
+        "Attention kernel: 'auto' (PyTorch's choice), 'flash', 'cudnn' or 'efficient'.", default="auto"
+    )
     dtype: str = _doc("Autocast dtype: 'auto' (bf16 on CUDA, fp32 on CPU), 'bf16' or 'fp32'.", default="auto")
     device: str = _doc("'auto' (CUDA if available, else CPU), 'cuda' or 'cpu'.", default="auto")
     bucket_cap_mb: int = _doc("DDP gradient bucket size in MiB.", default=100)
@@ -130,7 +133,8 @@ class TrainConfig:
                 "Set global_batch to a multiple of micro_batch * world_size."
             )
         for name, allowed in (("compile", ("auto", "on", "off")), ("dtype", ("auto", "bf16", "fp32")),
-                              ("device", ("auto", "cuda", "cpu"))):
+                              ("device", ("auto", "cuda", "cpu")),
+                              ("sdpa_backend", ("auto", "flash", "cudnn", "efficient"))):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"Setting '{name}' must be one of {', '.join(allowed)} (got '{getattr(self, name)}').")
 

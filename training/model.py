@@ -109,3 +109,12 @@ class GPT(nn.Module):
         decay = [p for p in self.parameters() if p.dim() >= 2]
         no_decay = [p for p in self.parameters() if p.dim() < 2]
         return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def select_attention_backend(name: str) -> None:
+    """Restrict scaled_dot_product_attention to one CUDA kernel family ('auto' keeps PyTorch's ranking)."""
+    if name == "auto":
+        return
+    torch.backends.cuda.enable_flash_sdp(name == "flash")
+    torch.backends.cuda.enable_cudnn_sdp(name == "cudnn")
+    torch.backends.cuda.enable_mem_efficient_sdp(name == "efficient")

@@ -34,7 +34,7 @@ from training.config import ConfigError, TrainConfig, parse_args
 from training.data import ShardedBatches, open_source
 from training.distributed import Dist, setup
 from training.metrics import MetricsWriter, mfu, peak_tflops
-from training.model import GPT
+from training.model import GPT, select_attention_backend
 
 
 class StopFlag:
@@ -129,6 +129,7 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
     use_compile = cfg.compile == "on" or (cfg.compile == "auto" and cuda)
     stop = StopFlag()
     torch.manual_seed(cfg.seed)
+    select_attention_backend(cfg.sdpa_backend)
 
     model = GPT(cfg.size, cfg.seq_len, cfg.activation_checkpointing).to(d.device)
     memory.check_fits(cfg, model.num_params(), d.device, half)
