@@ -1,0 +1,5 @@
+"""gpufleet's Pulumi program: stack config -> validated spec -> plan -> the cloud's realizer -> outputs."""
+
+from components.program import main
+
+main()

@@ -1,0 +1,1 @@
+"""gpufleet's cluster model: stack file -> validated spec -> pure plan -> one realizer per cloud."""

@@ -1,0 +1,1 @@
+"""The AWS realizer: a ClusterPlan as AWS resources, one small module per concern."""

@@ -1,0 +1,45 @@
+"""AwsCluster: the AWS realizer's one entry point, composing network, security, identity, storage, compute."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from components.aws.compute import AwsCompute
+from components.aws.iam import AwsIdentity
+from components.aws.network import AwsNetwork
+from components.aws.security import AwsSecurity
+from components.aws.storage import AwsStorage
+from components.plan.model import ClusterPlan
+
+
+class AwsCluster(pulumi.ComponentResource):
+    """A ClusterPlan as AWS resources; no decisions here, only translation."""
+
+    def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+        name = plan.name
+        super().__init__("gpufleet:aws:Cluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        network = AwsNetwork(name, plan, opts=child)
+        security = AwsSecurity(name, plan, network.vpc.id, opts=child)
+        identity = AwsIdentity(name, plan, opts=child)
+        self.storage = AwsStorage(name, plan, opts=child)
+        self.compute = AwsCompute(name, plan, network.private.id, security.group.id, identity.profile.arn,
+                                  opts=child)
+        self.outputs: dict[str, Any] = {
+            "headAddress": plan.network.head_address,
+            "headInstanceId": self.compute.head.id,
+            "workerGroup": self.compute.workers.name if self.compute.workers else None,
+            "placementGroup": self.compute.placement_group.name if self.compute.placement_group else None,
+            "securityGroupId": security.group.id,
+            "bucket": self.storage.bucket.bucket,
+            "checkpointUri": plan.storage.checkpoint_uri,
+            "hourlyCostUsd": plan.cost.expected_hourly,
+            "onDemandHourlyUsd": plan.cost.on_demand_hourly,
+        }
+        self.register_outputs(self.outputs)
+
+
+def realize(plan: ClusterPlan) -> dict[str, Any]:
+    return AwsCluster(plan).outputs

@@ -1,0 +1,36 @@
+"""The checkpoint bucket (encrypted, versioned, private) and the training code uploaded under its hash."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_aws as aws
+
+from components.bundle import write_bundle
+from components.plan.model import ClusterPlan
+from components.realizers.paths import BUNDLE_DIR
+
+
+class AwsStorage(pulumi.ComponentResource):
+    """Checkpoints survive the nodes: they are synced here and pulled back on resume."""
+
+    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:aws:Storage", f"{name}-storage", None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        # The bucket, named by the plan so user-data can name it before it exists.
+        self.bucket = aws.s3.Bucket(f"{name}-checkpoints", bucket=plan.storage.bucket, tags=plan.tag_map, opts=child)
+        # Every write kept as a version: a bad sync cannot destroy the last good checkpoint.
+        aws.s3.BucketVersioning(f"{name}-versioning", bucket=self.bucket.id, opts=child,
+                                versioning_configuration={"status": "Enabled"})
+        # Encrypted at rest with KMS and a bucket key.
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-encryption", bucket=self.bucket.id, opts=child,
+            rules=[{"apply_server_side_encryption_by_default": {"sse_algorithm": "aws:kms"},
+                    "bucket_key_enabled": True}])
+        # No public access, whatever a later policy or ACL says.
+        aws.s3.BucketPublicAccessBlock(f"{name}-public-access", bucket=self.bucket.id, block_public_acls=True,
+                                       block_public_policy=True, ignore_public_acls=True,
+                                       restrict_public_buckets=True, opts=child)
+        # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
+        aws.s3.BucketObjectv2(f"{name}-code", bucket=self.bucket.id, key=plan.storage.code_key,
+                              source=pulumi.FileAsset(str(write_bundle(BUNDLE_DIR))), tags=plan.tag_map, opts=child)
+        self.register_outputs({"bucket": self.bucket.id})

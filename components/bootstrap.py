@@ -1,0 +1,253 @@
+"""Node bootstrap: what one node role needs to boot into the job, rendered as cloud-init user-data.
+
+The planner builds one NodeBootstrap per role; `render_user_data` turns it into `#cloud-config` text. Its write_files
+carry the scripts in cloud-init/ (one set for the clouds and for local mode), the node's settings as a shell env file,
+the NCCL env file, the systemd units and, on the head node, the Prometheus config and the Grafana dashboard.
+On a cloud, runcmd enables the units: gate (driver, fabric, health) -> training, with the spot watcher, the
+checkpoint sync and the exporters beside it. In local mode `install_files` writes the same files under a node root
+and the local cluster runs `GPUFLEET_ROOT=<root> <root>/opt/gpufleet/bin/gpufleet-node start` in the node's namespace.
+No secret is ever rendered: nodes reach buckets and cloud APIs through their instance role.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+CLOUD_INIT = REPO / "cloud-init"
+MONITORING = REPO / "monitoring"
+
+BIN = "/opt/gpufleet/bin"
+ETC = "/etc/gpufleet"
+ENTRY = f"{BIN}/gpufleet-node"
+SYSTEMD = "/etc/systemd/system"
+
+SPOT_POLL_S = 5  # FACTS.md: poll the notice every 5 s
+SPOT_GRACE_S = 90  # AWS gives 120 s: leave time to push the checkpoint after the job wrote it
+CKPT_SYNC_S = 300
+IMAGES = {
+    "dcgm_exporter": "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04",
+    "prometheus": "prom/prometheus:v3.5.0",
+    "grafana": "grafana/grafana-oss:11.6.0",
+}
+
+
+@dataclass(frozen=True)
+class NodeBootstrap:
+    """Everything one node role needs to boot into the job; built by the planner, rendered here. Pure data."""
+
+    cluster: str  # cluster/stack name, e.g. "aws-p5"
+    cloud: str  # "aws" | "alicloud" | "tencentcloud" | "local"
+    region: str
+    role: str  # "head" | "worker"
+    instance_type: str
+    gpus: int  # GPUs per node the catalog promises (0 on local CPU nodes)
+    gpu_model: str  # e.g. "H100", "" for none
+    nvswitch: bool  # needs nvidia-fabricmanager of exactly the driver's version
+    fabric: str  # "efa" | "erdma" | "rdma" | "tcp"
+    fabric_devices: int  # expected EFA devices / eRDMA ERIs / RDMA NICs (0 for tcp)
+    mtu: int  # MTU to set on the primary interface
+    nccl_env: tuple[tuple[str, str], ...]  # NCCL/libfabric env for this fabric, decided by the planner
+    port_range: tuple[int, int] | None  # when set: net.ipv4.ip_local_port_range pinned to it
+    head_address: str  # fixed private IP of the head node (c10d rendezvous host)
+    rendezvous_port: int  # 29400
+    nnodes_min: int
+    nnodes_max: int
+    nproc_per_node: int
+    job_args: tuple[str, ...]  # extra CLI args for `python -m training.train`
+    checkpoint_dir: str  # local dir on the node where the job writes checkpoints
+    checkpoint_uri: str  # "s3://bucket/prefix", "oss://…", "cos://…" or "file:///path" (local)
+    code_uri: str  # the training code bundle (tar.gz of training/) named by its hash
+    code_sha256: str  # the bundle's hash (a change rolls the nodes because user-data changes)
+    spot: bool  # this role may run on spot/preemptible capacity -> start the spot watcher
+    spot_notice_url: str  # the cloud's spot notice endpoint (FACTS.md); local: a fake endpoint URL
+    imds_token_url: str  # AWS IMDSv2 token URL ("" on other clouds)
+    busbw_min_gbps: float  # health gate: minimum all-reduce bus bandwidth in GB/s (nccl-tests unit); 0 = skip
+    driver_version: str  # pinned NVIDIA driver, e.g. "570.133.20"
+    cuda_version: str  # pinned CUDA, e.g. "12.8"
+    plain_image: bool  # True: install the pinned driver/CUDA (and fabric stack); False: the cloud's DL image, verify only
+    metrics_ports: tuple[int, int]  # (node exporter, dcgm exporter)
+    prometheus_port: int  # head only
+    grafana_port: int  # head only
+    local: bool  # local mode: no driver install, no sysctl outside the namespace, fake metadata, paths under a node root
+    scrape_targets: tuple[str, ...] = ()  # head only: node addresses Prometheus scrapes besides those discovered by tag
+
+
+@dataclass(frozen=True)
+class NodeFile:
+    """One file a node gets through write_files."""
+
+    path: str
+    content: bytes
+    mode: str = "0644"
+
+
+def _shell_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (tuple, list)):
+        return "(" + " ".join(shlex.quote(str(v)) for v in value) + ")"
+    return shlex.quote(str(value))
+
+
+def node_env(node: NodeBootstrap) -> str:
+    """The node's settings as a bash file the scripts source (arrays for argument lists)."""
+    settings = {
+        "cluster": node.cluster,
+        "cloud": node.cloud,
+        "region": node.region,
+        "role": node.role,
+        "instance_type": node.instance_type,
+        "gpus": node.gpus,
+        "gpu_model": node.gpu_model,
+        "nvswitch": node.nvswitch,
+        "fabric": node.fabric,
+        "fabric_devices": node.fabric_devices,
+        "mtu": node.mtu,
+        "port_range": " ".join(map(str, node.port_range)) if node.port_range else "",
+        "head_address": node.head_address,
+        "rendezvous_port": node.rendezvous_port,
+        "nnodes": f"{node.nnodes_min}:{node.nnodes_max}",
+        "nproc_per_node": node.nproc_per_node,
+        "job_args": node.job_args,
+        "checkpoint_dir": node.checkpoint_dir,
+        "checkpoint_uri": node.checkpoint_uri,
+        "ckpt_sync_s": CKPT_SYNC_S,
+        "code_uri": node.code_uri,
+        "code_sha256": node.code_sha256,
+        "spot": node.spot,
+        "spot_notice_url": node.spot_notice_url,
+        "spot_poll_s": SPOT_POLL_S,
+        "spot_grace_s": SPOT_GRACE_S,
+        "imds_token_url": node.imds_token_url,
+        "busbw_min": f"{node.busbw_min_gbps:g}",
+        "driver_version": node.driver_version,
+        "cuda_version": node.cuda_version,
+        "plain_image": node.plain_image,
+        "node_exporter_port": node.metrics_ports[0],
+        "dcgm_exporter_port": node.metrics_ports[1],
+        "prometheus_port": node.prometheus_port,
+        "grafana_port": node.grafana_port,
+        "scrape_targets": node.scrape_targets,
+        "local": node.local,
+        **{f"{name}_image": image for name, image in IMAGES.items()},
+    }
+    lines = [
+        f"# gpufleet settings for {node.cluster} {node.role} nodes; sourced by {BIN}/gpufleet-lib.sh.",
+        "# shellcheck disable=SC2034",
+        *(f"GF_{key.upper()}={_shell_value(value)}" for key, value in settings.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def nccl_env(node: NodeBootstrap) -> str:
+    """The one env file torchrun's workers get NCCL/libfabric settings from (systemd EnvironmentFile= syntax)."""
+    lines = [f"# NCCL/fabric env for {node.fabric} ({node.instance_type}), decided by the planner."]
+    lines += [f"{key}={shlex.quote(value)}" for key, value in node.nccl_env]
+    return "\n".join(lines) + "\n"
+
+
+def node_files(node: NodeBootstrap) -> list[NodeFile]:
+    """Every file this role's nodes get, in a stable order."""
+    head = node.role == "head"
+    skip = set()
+    if not node.spot:
+        skip.add("gpufleet-spot")
+    if not head:
+        skip.add("gpufleet-discover")
+    files = [
+        NodeFile(f"{BIN}/{p.name}", p.read_bytes(), "0644" if p.suffix == ".sh" else "0755")
+        for p in sorted((CLOUD_INIT / "bin").iterdir())
+        if p.name not in skip
+    ]
+    files.append(NodeFile(f"{BIN}/health_allreduce.py", (CLOUD_INIT / "health_allreduce.py").read_bytes(), "0755"))
+    files.append(NodeFile(f"{ETC}/node.env", node_env(node).encode()))
+    files.append(NodeFile(f"{ETC}/nccl.env", nccl_env(node).encode()))
+    if node.port_range:
+        lo, hi = node.port_range
+        conf = f"# NCCL's ephemeral ports inside the firewall's range\nnet.ipv4.ip_local_port_range = {lo} {hi}\n"
+        files.append(NodeFile("/etc/sysctl.d/60-gpufleet-ports.conf", conf.encode()))
+    if node.local:
+        return files
+    for unit in _units(node):
+        files.append(NodeFile(f"{SYSTEMD}/{unit}", (CLOUD_INIT / "systemd" / unit).read_bytes()))
+    if node.gpus:
+        files.append(NodeFile(f"{ETC}/dcgm-counters.csv", (MONITORING / "dcgm-counters.csv").read_bytes()))
+    if head:
+        prometheus = jinja2.Template((MONITORING / "prometheus.yml.j2").read_text(), keep_trailing_newline=True)
+        files.append(NodeFile(f"{ETC}/prometheus.yml", prometheus.render(cluster=json.dumps(node.cluster)).encode()))
+        dashboard = json.loads((MONITORING / "gpufleet-dashboard.json").read_text())
+        compact = json.dumps(dashboard, separators=(",", ":"), sort_keys=True) + "\n"
+        files.append(NodeFile(f"{ETC}/dashboards/gpufleet.json", compact.encode()))
+    return files
+
+
+def _units(node: NodeBootstrap) -> list[str]:
+    units = ["gpufleet-gate.service", "gpufleet-train.service", "gpufleet-ckpt-sync.service", "gpufleet-monitor.service"]
+    if node.spot:
+        units.append("gpufleet-spot.service")
+    if node.role == "head":
+        units += ["gpufleet-discover.service", "gpufleet-discover.timer"]
+    return units
+
+
+def _encode(f: NodeFile) -> dict:
+    """write_files entry: gzip+base64 when that is shorter than the text itself (it counts against 16 KB)."""
+    packed = base64.b64encode(gzip.compress(f.content, compresslevel=9, mtime=0)).decode()
+    text = f.content.decode()
+    if len(packed) < len(text):
+        return {"path": f.path, "permissions": f.mode, "encoding": "gz+b64", "content": packed}
+    return {"path": f.path, "permissions": f.mode, "content": text}
+
+
+def render_user_data(node: NodeBootstrap) -> str:
+    """The complete #cloud-config text for this role; equal input gives equal output."""
+    enabled = [u for u in _units(node) if u.endswith(".timer") or not _started_by_timer(u, node)]
+    template = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(CLOUD_INIT), keep_trailing_newline=True, undefined=jinja2.StrictUndefined
+    ).get_template("user-data.yaml.j2")
+    return template.render(
+        node=node,
+        files=[_encode(f) for f in node_files(node)],
+        enabled=[] if node.local else enabled,
+        indent=_indent,
+    )
+
+
+def _started_by_timer(unit: str, node: NodeBootstrap) -> bool:
+    return unit.endswith(".service") and unit.removesuffix(".service") + ".timer" in _units(node)
+
+
+def _indent(text: str, spaces: int) -> str:
+    pad = " " * spaces
+    return "".join(pad + line if line.strip() else line for line in text.splitlines(keepends=True))
+
+
+def user_data_files(user_data: str) -> list[NodeFile]:
+    """The write_files of rendered user-data, decoded: what cloud-init would write."""
+    files = []
+    for entry in yaml.safe_load(user_data).get("write_files", []):
+        content = entry["content"]
+        data = gzip.decompress(base64.b64decode(content)) if entry.get("encoding") == "gz+b64" else content.encode()
+        files.append(NodeFile(entry["path"], data, entry.get("permissions", "0644")))
+    return files
+
+
+def install_files(user_data: str, root: Path) -> Path:
+    """Write the user-data's files under a node root (local mode); returns the entry script to run as
+    `GPUFLEET_ROOT=<root> <entry> start`."""
+    for f in user_data_files(user_data):
+        target = root / f.path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(f.content)
+        target.chmod(int(f.mode, 8))
+    return root / ENTRY.lstrip("/")
+

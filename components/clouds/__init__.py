@@ -1,0 +1,16 @@
+"""Registry of the clouds gpufleet targets: one module each, declaring facts and what the cloud cannot do."""
+
+from __future__ import annotations
+
+from components.clouds.alicloud import ALICLOUD
+from components.clouds.aws import AWS
+from components.clouds.base import CloudProfile
+from components.clouds.local import LOCAL
+from components.clouds.tencentcloud import TENCENTCLOUD
+
+CLOUDS: dict[str, CloudProfile] = {c.name: c for c in (AWS, ALICLOUD, TENCENTCLOUD, LOCAL)}
+
+
+def profile(cloud: str) -> CloudProfile:
+    """The profile of a cloud the spec has already accepted."""
+    return CLOUDS[cloud]

@@ -1,0 +1,34 @@
+"""What the planner and validator need to know about a cloud, declared up front (SkyPilot-style)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+# Features a stack can ask for; a cloud that lacks one names it in `unsupported` with the reason.
+CAPACITY_BLOCK = "capacity block"
+RESERVATION = "capacity reservation"
+SPOT = "spot capacity"
+SPOT_MIX = "spot and on-demand mixed in one scaling group"
+WARM_POOL = "warm standby pool"
+GPU_UTIL_SCALING = "scaling on GPU utilisation"
+
+
+@dataclass(frozen=True)
+class CloudProfile:
+    """Facts of one cloud that decide a plan: fabrics, endpoints, MTUs, limits and unsupported features."""
+
+    name: str
+    region_key: str | None
+    fabrics: frozenset[str]
+    mtu: Mapping[str, int]
+    bucket_scheme: str
+    spot_notice_url: str
+    imds_token_url: str = ""
+    spot_discount: float = 0.0
+    reserved_discount: float = 0.0
+    max_user_data_bytes: int = 16384
+    spot_strategies: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    unsupported: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    pulumi_provider: str = ""

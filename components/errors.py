@@ -1,0 +1,33 @@
+"""Errors a user can cause, each naming the stack-file field and the fix, so no traceback is ever needed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a stack: where (a dotted field path), what, and how to fix it."""
+
+    path: str
+    message: str
+    fix: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.path}: {self.message}"
+        return f"{text} Fix: {self.fix}" if self.fix else text
+
+
+class SpecError(Exception):
+    """A stack that cannot become a cluster; carries every problem found, not just the first."""
+
+    def __init__(self, problems: list[Problem], source: str = "") -> None:
+        self.problems = problems
+        self.source = source
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = f" in {self.source}" if self.source else ""
+        count = len(self.problems)
+        head = f"invalid stack{where}: {count} problem{'s' if count != 1 else ''}"
+        return "\n".join([head, *(f"  - {p}" for p in self.problems)])

@@ -1,0 +1,41 @@
+"""Fabric per node: which fabric, which interfaces, and the NCCL environment that goes with it."""
+
+from __future__ import annotations
+
+from components.catalog import InstanceType
+from components.plan.model import FabricPlan, Interface
+
+# NCCL/libfabric settings per fabric (FACTS.md). EFA with aws-ofi-nccl >= 1.7 needs almost nothing set.
+_COMMON = (("NCCL_DEBUG", "WARN"), ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"))
+NCCL_ENV: dict[str, tuple[tuple[str, str], ...]] = {
+    "efa": (("NCCL_SOCKET_IFNAME", "^lo,docker"), ("FI_EFA_USE_HUGE_PAGE", "0")),
+    "erdma": (("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_IB_GID_INDEX", "1"), ("NCCL_IB_HCA", "erdma"),
+              ("NCCL_IB_QPS_PER_CONNECTION", "8"), ("NCCL_NET_PLUGIN", "none")),
+    "rdma": (("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_IB_GID_INDEX", "3"), ("NCCL_IB_DISABLE", "0")),
+    "tcp": (("NCCL_SOCKET_IFNAME", "^lo,docker"), ("NCCL_IB_DISABLE", "1")),
+}
+
+
+def resolve_fabric(choice: str, row: InstanceType) -> str:
+    """`auto` takes the best fabric the type has; an explicit choice was already checked against the catalog."""
+    return row.fabric if choice == "auto" else choice
+
+
+def _interfaces(kind: str, devices: int) -> tuple[Interface, ...]:
+    """One interface per network card; the primary (card 0, device 0) carries IP, the rest are fabric-only.
+
+    EFA: card0/dev0 `efa`, cards 1..N-1 `efa-only` (one IP per node, FACTS.md's accepted layout).
+    eRDMA: the primary plus ERIs on device indexes 1..N. Others: the primary alone.
+    """
+    if kind == "efa":
+        return (Interface(0, 0, "efa"), *(Interface(card, 0, "efa-only") for card in range(1, devices)))
+    if kind == "erdma":
+        return (Interface(0, 0, "interface"), *(Interface(0, device, "erdma") for device in range(1, devices + 1)))
+    return (Interface(0, 0, "interface"),)
+
+
+def plan_fabric(choice: str, row: InstanceType) -> FabricPlan:
+    kind = resolve_fabric(choice, row)
+    devices = row.fabric_devices if kind == row.fabric else 0
+    return FabricPlan(kind=kind, interfaces=_interfaces(kind, devices), devices=devices,
+                      nccl_env=_COMMON + NCCL_ENV[kind])

@@ -1,0 +1,176 @@
+"""The cloud-neutral plan: plain frozen dataclasses, no Pulumi. Realizers read it and decide nothing."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from components.catalog import InstanceType
+
+
+@dataclass(frozen=True)
+class Subnet:
+    """One subnet in the cluster's zone."""
+
+    name: str
+    cidr: str
+    public: bool
+
+
+@dataclass(frozen=True)
+class NetworkPlan:
+    """Addresses: the VPC, a private subnet for nodes, a public one for the NAT gateway, the head's fixed IP."""
+
+    vpc_cidr: str
+    private: Subnet
+    public: Subnet
+    head_address: str
+    mtu: int
+
+    def node_addresses(self, count: int) -> tuple[str, ...]:
+        """Fixed addresses for clouds that do not hand them out (the local cluster): head first."""
+        first = ipaddress.IPv4Address(self.head_address)
+        return tuple(str(first + index) for index in range(count))
+
+
+@dataclass(frozen=True)
+class FirewallRule:
+    """One allowed flow. peer is "self" (members of the cluster's security group) or a CIDR."""
+
+    direction: str
+    protocol: str
+    from_port: int
+    to_port: int
+    peer: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Interface:
+    """One network interface of a node: network card, device index and kind (efa, efa-only, interface, erdma...)."""
+
+    card: int
+    device: int
+    kind: str
+
+
+@dataclass(frozen=True)
+class FabricPlan:
+    """The inter-node fabric: its kind, the interfaces per node, the devices the health gate expects, NCCL env."""
+
+    kind: str
+    interfaces: tuple[Interface, ...]
+    devices: int
+    nccl_env: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class MarketPlan:
+    """Capacity for the workers (the head is always on-demand or reserved)."""
+
+    on_demand_base: int
+    spot_percent: int
+    spot_strategy: str
+    max_spot_price: float | None
+    reservation_id: str | None
+    capacity_block: bool
+
+    @property
+    def uses_spot(self) -> bool:
+        return self.spot_percent > 0
+
+
+@dataclass(frozen=True)
+class ScalingPlan:
+    """Node bounds: the head is one fixed node, the workers scale between their bounds."""
+
+    nodes_min: int
+    nodes_desired: int
+    nodes_max: int
+    gpu_util_target: float | None
+    standby: int
+
+    @property
+    def workers_min(self) -> int:
+        return self.nodes_min - 1
+
+    @property
+    def workers_desired(self) -> int:
+        return self.nodes_desired - 1
+
+    @property
+    def workers_max(self) -> int:
+        return self.nodes_max - 1
+
+
+@dataclass(frozen=True)
+class StoragePlan:
+    """Where checkpoints and the training code bundle live, and each node's root volume."""
+
+    bucket: str
+    checkpoint_prefix: str
+    checkpoint_uri: str
+    code_key: str
+    code_uri: str
+    code_sha256: str
+    root_volume_gb: int
+
+
+@dataclass(frozen=True)
+class ImagePlan:
+    """The machine image: a cloud-side alias (SSM parameter, image family) or a literal id."""
+
+    ref: str
+    is_alias: bool
+    has_drivers: bool
+
+
+@dataclass(frozen=True)
+class RolePlan:
+    """What is different between the head and the workers."""
+
+    role: str
+    user_data: str
+    spot: bool
+
+
+@dataclass(frozen=True)
+class CostPlan:
+    """Hourly cost of the desired node count, with the price table's date and source."""
+
+    currency: str
+    on_demand_hourly: float | None
+    expected_hourly: float | None
+    price_date: str
+    price_source: str
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """Everything a realizer needs, decided once, in one place."""
+
+    name: str
+    stack: str
+    cloud: str
+    region: str
+    zone: str
+    instance: InstanceType
+    image: ImagePlan
+    network: NetworkPlan
+    firewall: tuple[FirewallRule, ...]
+    fabric: FabricPlan
+    placement_group: bool
+    anti_affinity: bool
+    market: MarketPlan
+    scaling: ScalingPlan
+    storage: StoragePlan
+    head: RolePlan
+    worker: RolePlan
+    torchrun: tuple[str, ...]
+    cost: CostPlan
+    tags: tuple[tuple[str, str], ...]
+    metrics_ports: tuple[int, int]
+
+    @property
+    def tag_map(self) -> dict[str, str]:
+        return dict(self.tags)

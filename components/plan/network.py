@@ -1,0 +1,24 @@
+"""Addresses: split the VPC range into the nodes' private subnet and a small public subnet for NAT."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from components.plan.model import NetworkPlan, Subnet
+
+# The head node's host number in the private subnet: clear of the addresses clouds reserve at the start.
+HEAD_HOST = 10
+
+
+def plan_network(vpc_cidr: str, mtu: int) -> NetworkPlan:
+    """First half of the VPC for nodes, the start of the second half (a /24 at most) for the NAT gateway."""
+    vpc = ipaddress.IPv4Network(vpc_cidr)
+    private, upper = vpc.subnets(prefixlen_diff=1)
+    public = next(upper.subnets(new_prefix=max(upper.prefixlen, 24)))
+    return NetworkPlan(
+        vpc_cidr=str(vpc),
+        private=Subnet(name="private", cidr=str(private), public=False),
+        public=Subnet(name="public", cidr=str(public), public=True),
+        head_address=str(private.network_address + HEAD_HOST),
+        mtu=mtu,
+    )

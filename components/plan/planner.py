@@ -1,0 +1,106 @@
+"""plan(spec) -> ClusterPlan: every decision about a cluster, made once, with no Pulumi and no I/O
+beyond reading the bundled training code to hash it."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from components import catalog
+from components.bundle import bundle_sha256
+from components.clouds import profile
+from components.clouds.base import CloudProfile
+from components.plan.cost import plan_cost
+from components.plan.fabric import plan_fabric
+from components.plan.firewall import plan_firewall
+from components.plan.model import ClusterPlan, ImagePlan, MarketPlan, RolePlan, ScalingPlan, StoragePlan
+from components.plan.network import plan_network
+from components.plan.userdata import role_user_data
+from components.spec import ClusterSpec
+
+METRICS_PORTS = (9100, 9400)
+# Deep-learning images per cloud: driver, CUDA, NCCL and the fabric stack preinstalled.
+DL_IMAGES = {
+    "aws": "resolve:ssm:/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+    "local": "local",
+}
+
+
+def _bucket_name(spec: ClusterSpec, name: str) -> str:
+    """Deterministic and globally unlikely to clash: the stack's name plus a short hash of where it lives."""
+    if spec.storage.checkpoint_bucket:
+        return spec.storage.checkpoint_bucket
+    digest = hashlib.sha256(f"{spec.cloud}/{spec.region}/{spec.zone}/{name}".encode()).hexdigest()[:8]
+    return f"gpufleet-{name}-{digest}"[:63]
+
+
+def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str) -> StoragePlan:
+    bucket = _bucket_name(spec, name)
+    sha = bundle_sha256()
+    code_key = f"code/{sha}.tar.gz"
+    root = f"file:///tmp/gpufleet-{name}/bucket" if cloud.bucket_scheme == "file" else f"{cloud.bucket_scheme}://{bucket}"
+    return StoragePlan(bucket=bucket, checkpoint_prefix="checkpoints", checkpoint_uri=f"{root}/checkpoints",
+                       code_key=code_key, code_uri=f"{root}/{code_key}", code_sha256=sha,
+                       root_volume_gb=spec.storage.root_volume_gb)
+
+
+def _image(spec: ClusterSpec) -> ImagePlan:
+    if spec.image == "auto":
+        return ImagePlan(ref=DL_IMAGES.get(spec.cloud, "auto"), is_alias=True, has_drivers=True)
+    return ImagePlan(ref=spec.image, is_alias=False, has_drivers=False)
+
+
+def _market(spec: ClusterSpec, cloud: CloudProfile) -> MarketPlan:
+    m = spec.market
+    return MarketPlan(on_demand_base=max(m.on_demand_base - 1, 0), spot_percent=m.spot_percent,
+                      spot_strategy=cloud.spot_strategies.get(m.spot_strategy, m.spot_strategy),
+                      max_spot_price=m.max_spot_price, reservation_id=m.reservation_id,
+                      capacity_block=m.capacity_block)
+
+
+def _torchrun(spec: ClusterSpec, head_address: str, nproc: int, name: str) -> tuple[str, ...]:
+    counts = spec.counts
+    return ("torchrun", f"--nnodes={counts.min}:{counts.max}", f"--nproc-per-node={nproc}",
+            "--rdzv-backend=c10d", f"--rdzv-endpoint={head_address}:{spec.network.rendezvous_port}",
+            f"--rdzv-id={name}", "--max-restarts=100", "-m", "training.train")
+
+
+def job_args(job: dict) -> tuple[str, ...]:
+    """The stack's `job` object as command-line overrides of the training job (camelCase -> --kebab-case)."""
+    return tuple(f"--{re.sub(r'(?<!^)(?=[A-Z])', '-', key).lower().replace('_', '-')}={value}"
+                 for key, value in sorted(job.items()))
+
+
+def plan(spec: ClusterSpec, stack: str) -> ClusterPlan:
+    """Decide the whole cluster for a spec that passed `components.rules.check`."""
+    cloud = profile(spec.cloud)
+    row = catalog.lookup(spec.cloud, spec.instance_type)
+    name = spec.name or stack
+    fabric = plan_fabric(spec.network.fabric, row)
+    network = plan_network(spec.network.vpc_cidr, cloud.mtu[fabric.kind])
+    market = _market(spec, cloud)
+    scaling = ScalingPlan(nodes_min=spec.counts.min, nodes_desired=spec.counts.desired, nodes_max=spec.counts.max,
+                          gpu_util_target=spec.autoscaling.gpu_util_target, standby=spec.autoscaling.standby)
+    storage = _storage(spec, cloud, name)
+    image = _image(spec)
+    nproc = max(row.gpus, 1) if spec.cloud != "local" else int(spec.job.get("nprocPerNode", 2))
+    torchrun = _torchrun(spec, network.head_address, nproc, name)
+    firewall = plan_firewall(fabric.kind, spec.network.port_range, spec.network.rendezvous_port, METRICS_PORTS,
+                             spec.network.ssh_cidrs)
+    tags = (("gpufleet:cluster", name), ("gpufleet:stack", stack), ("managed-by", "gpufleet"),
+            *sorted(spec.tags.items()))
+    roles = {role: RolePlan(role=role, spot=role == "worker" and market.uses_spot,
+                            user_data=role_user_data(spec, cloud, row, role=role, name=name, fabric=fabric,
+                                                     network=network, storage=storage, image=image, nproc=nproc,
+                                                     spot=role == "worker" and market.uses_spot,
+                                                     job=job_args({k: v for k, v in spec.job.items()
+                                                                   if k != "nprocPerNode"}),
+                                                     metrics_ports=METRICS_PORTS))
+             for role in ("head", "worker")}
+    return ClusterPlan(
+        name=name, stack=stack, cloud=spec.cloud, region=spec.region, zone=spec.zone, instance=row, image=image,
+        network=network, firewall=firewall, fabric=fabric,
+        placement_group=not market.capacity_block and not spec.network.anti_affinity,
+        anti_affinity=spec.network.anti_affinity, market=market, scaling=scaling, storage=storage,
+        head=roles["head"], worker=roles["worker"], torchrun=torchrun,
+        cost=plan_cost(cloud, row.price_usd_per_hour, market, scaling), tags=tags, metrics_ports=METRICS_PORTS)

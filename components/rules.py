@@ -1,0 +1,160 @@
+"""Rules a stack must meet that its shape alone cannot say: catalog facts, cloud limits, arithmetic.
+
+Each rule returns problems instead of raising, so a user sees everything wrong with a stack in one go.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+from collections.abc import Callable, Iterable
+
+from components import catalog
+from components.clouds import profile
+from components.clouds.base import (CAPACITY_BLOCK, GPU_UTIL_SCALING, RESERVATION, SPOT, SPOT_MIX, WARM_POOL,
+                                    CloudProfile)
+from components.errors import Problem, SpecError
+from components.spec import ClusterSpec
+from components.stackfile import CLUSTER_KEY
+
+# Addresses a cloud keeps in every subnet (AWS: network, router, DNS, future, broadcast).
+RESERVED_PER_SUBNET = 5
+MIN_PORT_RANGE = 256
+
+Rule = Callable[[ClusterSpec, CloudProfile], Iterable[Problem]]
+
+
+def _at(path: str) -> str:
+    return f"{CLUSTER_KEY}.{path}"
+
+
+def region_and_zone(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    if cloud.region_key is None:
+        return
+    if not spec.region:
+        yield Problem(cloud.region_key, "is not set.", f"add `{cloud.region_key}: <region>` under config.")
+    elif not spec.zone.startswith(spec.region):
+        yield Problem(_at("zone"), f"{spec.zone!r} is not a zone of region {spec.region!r}.",
+                      f"use a zone of {spec.region}, e.g. {spec.region}a, or change {cloud.region_key}.")
+
+
+def instance_type(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    if catalog.lookup(spec.cloud, spec.instance_type) is None:
+        known = catalog.type_names(spec.cloud)
+        close = difflib.get_close_matches(spec.instance_type, known, n=3, cutoff=0.5)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        yield Problem(_at("instanceType"), f"{spec.instance_type!r} is not in the {spec.cloud} catalog.{hint}",
+                      f"use one of: {', '.join(known)} (or add a row to components/catalog/{spec.cloud}.yaml).")
+
+
+def node_counts(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    counts = spec.counts
+    if not counts.min <= counts.desired <= counts.max:
+        yield Problem(_at("nodes"), f"min {counts.min} <= desired {counts.desired} <= max {counts.max} does not hold.",
+                      "order them so that min <= desired <= max.")
+
+
+def market(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    m, counts = spec.market, spec.counts
+    if not 0 <= m.spot_percent <= 100:
+        yield Problem(_at("market.spotPercent"), f"{m.spot_percent} is outside 0-100.", "use a percentage 0-100.")
+    if m.on_demand_base > counts.max:
+        yield Problem(_at("market.onDemandBase"), f"{m.on_demand_base} is more than the {counts.max} nodes at most.",
+                      f"lower it to at most {counts.max}, or raise nodes.max.")
+    if m.on_demand_base < 1 and m.spot_percent > 0:
+        yield Problem(_at("market.onDemandBase"), "is 0, but the head node is always on-demand.",
+                      "set it to at least 1.")
+    spot = m.spot_percent > 0
+    if m.max_spot_price is not None and not spot:
+        yield Problem(_at("market.maxSpotPrice"), "is set but no node runs on spot.",
+                      "set market.spotPercent above 0, or remove maxSpotPrice.")
+    if m.capacity_block:
+        if not m.reservation_id:
+            yield Problem(_at("market.capacityBlock"), "a Capacity Block needs its reservation id.",
+                          "set market.reservationId to the block's cr-... id.")
+        if spot:
+            yield Problem(_at("market.capacityBlock"), "a Capacity Block cannot be mixed with spot.",
+                          "set market.spotPercent to 0, or drop capacityBlock.")
+    if m.reservation_id and spec.cloud == "aws" and not m.reservation_id.startswith("cr-"):
+        yield Problem(_at("market.reservationId"), f"{m.reservation_id!r} is not an AWS capacity reservation id.",
+                      "use the cr-... id shown by `aws ec2 describe-capacity-reservations`.")
+
+
+def fabric(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    wanted = spec.network.fabric
+    if wanted == "auto":
+        return
+    if wanted not in cloud.fabrics:
+        yield Problem(_at("network.fabric"), f"{wanted} is not offered on {spec.cloud}.",
+                      f"use auto or one of: {', '.join(sorted(cloud.fabrics))}.")
+        return
+    row = catalog.lookup(spec.cloud, spec.instance_type)
+    if row is not None and wanted != "tcp" and row.fabric != wanted:
+        yield Problem(_at("network.fabric"), f"{spec.instance_type} has no {wanted} (it has {row.fabric}).",
+                      f"use fabric auto or tcp, or an instance type with {wanted}.")
+
+
+def network(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    vpc = ipaddress.IPv4Network(spec.network.vpc_cidr)
+    private_size = vpc.num_addresses // 2
+    needed = spec.counts.max + RESERVED_PER_SUBNET + 1
+    if vpc.prefixlen > 27 or private_size < needed:
+        yield Problem(_at("network.vpcCidr"),
+                      f"{vpc} leaves {private_size} addresses for nodes, too few for {spec.counts.max} nodes.",
+                      f"use a larger range such as {vpc.network_address}/16.")
+    ports = spec.network.port_range
+    if ports is not None:
+        low, high = ports
+        if high - low + 1 < MIN_PORT_RANGE:
+            yield Problem(_at("network.ncclPortRange"), f"{low}-{high} holds fewer than {MIN_PORT_RANGE} ports; "
+                          "NCCL and every other outgoing connection of the node draw from it.",
+                          f"widen it to at least {MIN_PORT_RANGE} ports, e.g. 50000-51000.")
+        if low <= spec.network.rendezvous_port <= high:
+            yield Problem(_at("network.ncclPortRange"), f"contains the rendezvous port {spec.network.rendezvous_port}.",
+                          "move the range or network.rendezvousPort apart.")
+
+
+def autoscaling(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    a, counts = spec.autoscaling, spec.counts
+    if a.gpu_util_target is not None:
+        if not 0 < a.gpu_util_target <= 100:
+            yield Problem(_at("autoscaling.gpuUtilTarget"), f"{a.gpu_util_target} is not a percentage in (0, 100].",
+                          "use a target such as 80.")
+        elif counts.min == counts.max:
+            yield Problem(_at("autoscaling.gpuUtilTarget"), f"nodes are fixed at {counts.max}, nothing can scale.",
+                          "give nodes as {min, desired, max} with min < max, or remove gpuUtilTarget.")
+    if a.standby > counts.max - counts.min:
+        yield Problem(_at("autoscaling.standby"), f"{a.standby} standby nodes exceed the {counts.max - counts.min} "
+                      "the group can ever add.", "lower standby or raise nodes.max.")
+    if a.standby and spec.market.spot_percent:
+        yield Problem(_at("autoscaling.standby"), "warm pools cannot hold spot capacity or a spot mix.",
+                      "set standby to 0, or market.spotPercent to 0.")
+
+
+def unsupported(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    m = spec.market
+    asked = {
+        CAPACITY_BLOCK: ("market.capacityBlock", m.capacity_block),
+        RESERVATION: ("market.reservationId", bool(m.reservation_id)),
+        SPOT: ("market.spotPercent", m.spot_percent > 0),
+        SPOT_MIX: ("market.spotPercent", 0 < m.spot_percent < 100),
+        WARM_POOL: ("autoscaling.standby", spec.autoscaling.standby > 0),
+        GPU_UTIL_SCALING: ("autoscaling.gpuUtilTarget", spec.autoscaling.gpu_util_target is not None),
+    }
+    for feature, (path, wanted) in asked.items():
+        if wanted and feature in cloud.unsupported:
+            yield Problem(_at(path), f"{spec.cloud} does not support {feature}: {cloud.unsupported[feature]}",
+                          "remove the setting or choose another cloud.")
+
+
+RULES: tuple[Rule, ...] = (region_and_zone, instance_type, node_counts, market, fabric, network, autoscaling,
+                           unsupported)
+
+
+def check(spec: ClusterSpec) -> ClusterSpec:
+    """Run every rule; raise one SpecError with all problems, or hand the spec back unchanged."""
+    cloud = profile(spec.cloud)
+    problems = [problem for rule in RULES for problem in rule(spec, cloud)]
+    if problems:
+        raise SpecError(problems)
+    return spec

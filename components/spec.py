@@ -1,0 +1,213 @@
+"""The `gpufleet:cluster` object as typed, frozen models: the one place a stack's shape is defined.
+
+Shape errors come from pydantic; rules that need the catalog or a cloud's limits live in `components.rules`.
+`load_spec` runs both and raises one SpecError listing every problem.
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+from components.errors import Problem, SpecError
+from components.stackfile import CLUSTER_KEY
+
+Cloud = Literal["aws", "alicloud", "tencentcloud", "local"]
+FabricChoice = Literal["auto", "efa", "erdma", "rdma", "tcp"]
+SpotStrategy = Literal["price-capacity-optimized", "capacity-optimized", "lowest-price"]
+_PORT_RANGE = re.compile(r"^\s*(\d{1,5})\s*-\s*(\d{1,5})\s*$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+
+class NodeCounts(_Model):
+    """How many nodes the cluster has, head included: the scaling bounds and the count to start with."""
+
+    min: int = Field(ge=1, description="Fewest nodes; the elastic job keeps training with this many.")
+    desired: int = Field(ge=1, description="Nodes to start with.")
+    max: int = Field(ge=1, description="Most nodes the scaling group may add.")
+
+
+class Market(_Model):
+    """Where capacity comes from: on-demand, spot, an On-Demand Capacity Reservation or a Capacity Block."""
+
+    on_demand_base: int = Field(1, ge=0, description="Nodes always on-demand, the head node included.")
+    spot_percent: int = Field(0, description="Share of nodes above the base that run on spot, 0-100.")
+    spot_strategy: SpotStrategy = Field("price-capacity-optimized", description="How spot pools are picked.")
+    max_spot_price: float | None = Field(None, gt=0, description="Highest USD/h per node paid for spot; unset: the on-demand price.")
+    reservation_id: str | None = Field(None, description="Capacity reservation (AWS `cr-...`) the nodes launch into.")
+    capacity_block: bool = Field(False, description="The reservation is an AWS Capacity Block for ML.")
+    international_account: bool = Field(False, description="Tencent Cloud international account (no spot there).")
+
+
+class Network(_Model):
+    """The cluster's private network and its firewall."""
+
+    vpc_cidr: str = Field("10.0.0.0/16", description="Private address range of the cluster's VPC.")
+    fabric: FabricChoice = Field("auto", description="Inter-node fabric; `auto` picks the best the type has.")
+    nccl_port_range: str | None = Field(
+        None, description='Pin NCCL ports to "LO-HI" and open only those (plus rendezvous) inside the cluster.')
+    ssh_cidrs: tuple[str, ...] = Field((), description="CIDRs allowed to SSH in; none by default.")
+    rendezvous_port: int = Field(29400, ge=1024, le=65535, description="torchrun c10d rendezvous port on the head.")
+    anti_affinity: bool = Field(False, description="Spread nodes over hosts (Tencent spread placement group).")
+
+    @field_validator("vpc_cidr")
+    @classmethod
+    def _cidr(cls, value: str) -> str:
+        try:
+            ipaddress.IPv4Network(value, strict=True)
+        except ValueError as error:
+            raise ValueError(f"{value!r} is not an IPv4 CIDR like 10.0.0.0/16 ({error})") from None
+        return value
+
+    @field_validator("ssh_cidrs")
+    @classmethod
+    def _ssh(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        for value in values:
+            try:
+                ipaddress.ip_network(value, strict=True)
+            except ValueError as error:
+                raise ValueError(f"{value!r} is not a CIDR like 203.0.113.0/24 ({error})") from None
+        return values
+
+    @field_validator("nccl_port_range")
+    @classmethod
+    def _ports(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        match = _PORT_RANGE.match(value)
+        if not match:
+            raise ValueError(f'{value!r} is not a port range like "50000-51000"')
+        low, high = int(match[1]), int(match[2])
+        if not (1024 <= low <= 65535 and 1024 <= high <= 65535):
+            raise ValueError(f"{value!r} has ports outside 1024-65535")
+        if low > high:
+            raise ValueError(f'{value!r} is reversed: write "{high}-{low}"')
+        return f"{low}-{high}"
+
+    @property
+    def port_range(self) -> tuple[int, int] | None:
+        """The NCCL port range as numbers, when the stack pins one."""
+        if self.nccl_port_range is None:
+            return None
+        low, high = self.nccl_port_range.split("-")
+        return int(low), int(high)
+
+
+class Autoscaling(_Model):
+    """How the worker group grows and shrinks."""
+
+    gpu_util_target: float | None = Field(None, description="Target-tracking on average GPU utilisation, percent.")
+    standby: int = Field(0, ge=0, description="Stopped nodes kept warm for fast scale-out.")
+
+
+class Storage(_Model):
+    """Checkpoint storage and disks."""
+
+    checkpoint_bucket: str | None = Field(None, description="Bucket name; unset: one named after the stack.")
+    root_volume_gb: int = Field(200, ge=50, le=16384, description="Encrypted root volume per node, GiB.")
+
+
+class ClusterSpec(_Model):
+    """A whole cluster as the stack file states it, after defaults."""
+
+    cloud: Cloud = Field(description="Where the cluster runs: aws, alicloud, tencentcloud or local.")
+    name: str | None = Field(None, pattern=r"^[a-z][a-z0-9-]{1,30}$", description="Cluster name; default: the stack.")
+    region: str = Field("", description="Set from the provider key (`aws:region`, ...), not written here.")
+    zone: str = Field("local", description="The one zone every node and the placement group live in.")
+    instance_type: str = Field(description="Instance type, a row of the catalog for this cloud.")
+    image: str = Field("auto", description="Machine image; `auto` is the cloud's GPU deep-learning image.")
+    nodes: int | NodeCounts = Field(description="Node count, or {min, desired, max} for an elastic cluster.")
+    market: Market = Market()
+    network: Network = Network()
+    autoscaling: Autoscaling = Autoscaling()
+    storage: Storage = Storage()
+    job: dict[str, Any] = Field(default_factory=dict, description="Overrides of the training job's settings.")
+    tags: dict[str, str] = Field(default_factory=dict, description="Extra tags on every resource.")
+
+    @property
+    def counts(self) -> NodeCounts:
+        """Node bounds whether the stack gave one number or three."""
+        if isinstance(self.nodes, int):
+            return NodeCounts(min=self.nodes, desired=self.nodes, max=self.nodes)
+        return self.nodes
+
+
+_FIXES = {
+    "missing": "add it.",
+    "extra_forbidden": "remove it",
+    "literal_error": "use one of the values listed.",
+    "int_type": "write a whole number.",
+    "int_parsing": "write a whole number.",
+    "float_parsing": "write a number.",
+    "bool_parsing": "write true or false.",
+    "string_type": "write a string.",
+    "greater_than_equal": "raise it.",
+    "less_than_equal": "lower it.",
+    "greater_than": "raise it.",
+    "string_pattern_mismatch": "use lowercase letters, digits and dashes, starting with a letter.",
+    "value_error": "correct the value as described.",
+}
+
+
+def _path(loc: tuple[Any, ...]) -> str:
+    parts = [str(part) for part in loc if not (isinstance(part, str) and part in {"int", "NodeCounts"})]
+    return ".".join([CLUSTER_KEY, *parts])
+
+
+def _fields_at(loc: tuple[Any, ...]) -> list[str]:
+    """The camelCase keys allowed where an unknown key was found, for a 'did you mean'."""
+    model: type[BaseModel] = ClusterSpec
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part)) or next(
+            (f for f in model.model_fields.values() if f.alias == part), None)
+        annotation = getattr(field, "annotation", None)
+        candidates = [a for a in getattr(annotation, "__args__", (annotation,)) if isinstance(a, type)]
+        nested = next((a for a in candidates if issubclass(a, BaseModel)), None)
+        if nested is None:
+            return []
+        model = nested
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _problem(error: dict[str, Any]) -> Problem:
+    loc = tuple(error["loc"])
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        close = difflib.get_close_matches(str(loc[-1]), _fields_at(loc), n=1)
+        hint = f" (did you mean `{close[0]}`?)" if close else ""
+        return Problem(_path(loc), f"unknown key{hint}.", "remove it or correct its spelling.")
+    message = error["msg"].removeprefix("Value error, ")
+    if kind == "literal_error":
+        message = f"got {error.get('input')!r}; {message[0].lower()}{message[1:]}"
+    return Problem(_path(loc), message.rstrip(".") + ".", _FIXES.get(kind, "correct the value."))
+
+
+def _dedupe_union(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`nodes` is int | {min, desired, max}: report the branch that matches what the user wrote."""
+    by_nodes = [e for e in errors if e["loc"][:1] == ("nodes",)]
+    if not by_nodes:
+        return errors
+    wrote_object = isinstance(by_nodes[0].get("input"), dict) or any(
+        "NodeCounts" in e["loc"] for e in by_nodes)
+    keep = [e for e in by_nodes if ("NodeCounts" in e["loc"]) == wrote_object]
+    return [e for e in errors if e["loc"][:1] != ("nodes",)] + (keep or by_nodes[:1])
+
+
+def parse_spec(raw: Any, region: str, stack: str) -> ClusterSpec:
+    """Shape-check the cluster object; the region comes from the provider key, the name from the stack."""
+    if not isinstance(raw, dict):
+        raise SpecError([Problem(CLUSTER_KEY, "is missing or not a map.",
+                                 "add `gpufleet:cluster:` with at least cloud, instanceType and nodes.")])
+    data = {"name": stack, **raw, "region": region}
+    try:
+        return ClusterSpec.model_validate(data)
+    except ValidationError as error:
+        raise SpecError([_problem(e) for e in _dedupe_union(error.errors())]) from None

@@ -1,0 +1,1 @@
+"""`fleet`: the gpufleet command line (offline preview, local cluster, cost)."""

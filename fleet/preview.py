@@ -1,0 +1,118 @@
+"""Run the real `__main__.py` under Pulumi's mock runtime and record what the engine would receive.
+
+Mocks neither read stack files nor keep resource options, so this loads the stack file itself, hands its config to
+the runtime, and records options with its own monitor. A fresh monitor per run keeps runs independent.
+"""
+
+from __future__ import annotations
+
+import runpy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks as pulumi_mocks
+
+from components.errors import SpecError
+from components.program import InvalidStack
+from components.stackfile import StackFile
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+PROJECT = "gpufleet"
+# Pulumi's marker for a secret value inside deserialized properties.
+_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+_SIG_KEY = "4dabf18193072939515e22adb298388d"
+
+
+def _unwrap(value: Any) -> Any:
+    """Inputs as the engine shows them: secrets masked, nested structures kept."""
+    if isinstance(value, dict):
+        if value.get(_SIG_KEY) == _SECRET_SIG:
+            return "[secret]"
+        return {key: _unwrap(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_unwrap(item) for item in value]
+    return value
+
+
+def _short(urn: str) -> str | None:
+    """A URN's resource name, or None for the stack itself."""
+    if not urn or "pulumi:pulumi:Stack" in urn.split("::")[-2]:
+        return None
+    return urn.split("::")[-1]
+
+
+class _Mocks(pulumi.runtime.Mocks):
+    """Every resource echoes its inputs and gains the ids and names a provider would assign."""
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
+        state = {"arn": f"arn:mock:{args.typ}:{args.name}", "name": args.name, **args.inputs}
+        return f"{args.name}-id", state
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
+        return {}
+
+
+class _RecordingMonitor(pulumi_mocks.MockMonitor):
+    """Keeps each registration's type, name, parent, inputs and options; `run_program` adds the stack's outputs."""
+
+    def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
+        super().__init__(mocks)
+        self.records: list[dict[str, Any]] = []
+        self.outputs: dict[str, Any] = {}
+
+    def RegisterResource(self, request):  # noqa: N802 - the gRPC method name
+        if request.type != "pulumi:pulumi:Stack":
+            inputs = pulumi.runtime.rpc.deserialize_properties(request.object, keep_unknowns=True)
+            self.records.append({"type": request.type, "name": request.name, "parent": _short(request.parent),
+                                 "inputs": _unwrap(inputs), "options": _options(request)})
+        return super().RegisterResource(request)
+
+
+def _options(request) -> dict[str, Any]:
+    """The resource options a program set, as plain values (empty ones left out)."""
+    options = {
+        "custom": request.custom,
+        "protect": request.protect,
+        "dependsOn": [_short(urn) for urn in request.dependencies],
+        "provider": request.provider,
+        "deleteBeforeReplace": request.deleteBeforeReplace,
+        "ignoreChanges": list(request.ignoreChanges),
+        "additionalSecretOutputs": list(request.additionalSecretOutputs),
+        "replaceOnChanges": list(request.replaceOnChanges),
+        "retainOnDelete": request.retainOnDelete,
+    }
+    return {key: value for key, value in options.items() if value not in (None, "", [], False) or key == "custom"}
+
+
+@dataclass
+class Preview:
+    """What `pulumi preview` would register for one stack, recorded offline."""
+
+    stack: str
+    resources: list[dict[str, Any]] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+
+def run_program(stack: StackFile, project_dir: Path = PROJECT_DIR) -> Preview:
+    """Run `__main__.py` for a stack under mocks; a bad stack raises SpecError, exactly as the program found it."""
+    monitor = _RecordingMonitor(_Mocks())
+    # A new root stack per run, or exports of an earlier run in this process would leak into this one.
+    pulumi.runtime.settings.set_root_resource(None)
+    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack.name, preview=False, monitor=monitor)
+    pulumi.runtime.set_all_config(stack.engine_config())
+    program = project_dir / "__main__.py"
+
+    @pulumi.runtime.test
+    def run() -> pulumi.Output:
+        runpy.run_path(str(program), run_name="__main__")
+        # Mocks register the stack's outputs before the program runs: read the exports off the root stack instead.
+        exports = pulumi.Output.from_input(pulumi.runtime.get_root_resource().outputs)
+        return exports.apply(lambda values: monitor.outputs.update(_unwrap(values)))
+
+    try:
+        run()
+    except InvalidStack as error:
+        raise SpecError(error.spec_error.problems, str(stack.path)) from None
+    return Preview(stack=stack.name, resources=monitor.records, outputs=monitor.outputs)
