@@ -90,12 +90,16 @@ class NodeFile:
     mode: str = "0644"
 
 
+def _quote(value: object) -> str:
+    return "'" + str(value).replace("'", "'\\''") + "'"
+
+
 def _shell_value(value: object) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, (tuple, list)):
-        return "(" + " ".join(shlex.quote(str(v)) for v in value) + ")"
-    return shlex.quote(str(value))
+        return "(" + " ".join(map(_quote, value)) + ")"
+    return _quote(value)
 
 
 def node_env(node: NodeBootstrap) -> str:
@@ -199,13 +203,8 @@ def _units(node: NodeBootstrap) -> list[str]:
     return units
 
 
-def _encode(f: NodeFile) -> dict:
-    """write_files entry: gzip+base64 when that is shorter than the text itself (it counts against 16 KB)."""
-    packed = base64.b64encode(gzip.compress(f.content, compresslevel=9, mtime=0)).decode()
-    text = f.content.decode()
-    if len(packed) < len(text):
-        return {"path": f.path, "permissions": f.mode, "encoding": "gz+b64", "content": packed}
-    return {"path": f.path, "permissions": f.mode, "content": text}
+def _entry(f: NodeFile) -> dict:
+    return {"path": f.path, "permissions": f.mode, "content": f.content.decode()}
 
 
 def render_user_data(node: NodeBootstrap) -> str:
@@ -216,7 +215,7 @@ def render_user_data(node: NodeBootstrap) -> str:
     ).get_template("user-data.yaml.j2")
     return template.render(
         node=node,
-        files=[_encode(f) for f in node_files(node)],
+        files=[_entry(f) for f in node_files(node)],
         enabled=[] if node.local else enabled,
         indent=_indent,
     )
@@ -231,13 +230,23 @@ def _indent(text: str, spaces: int) -> str:
     return "".join(pad + line if line.strip() else line for line in text.splitlines(keepends=True))
 
 
+def encode_user_data(user_data: str) -> str:
+    """What a realizer hands the cloud: base64 of the gzip-compressed user-data. cloud-init decompresses gzip user-data
+    itself; compressing the whole document keeps the largest role under the 16 KB limit of every cloud while the
+    rendered text stays plain and reviewable."""
+    return base64.b64encode(gzip.compress(user_data.encode(), compresslevel=9, mtime=0)).decode()
+
+
+def user_data_base64(node: NodeBootstrap) -> str:
+    """`encode_user_data(render_user_data(node))`: the value for launch templates and scaling configurations."""
+    return encode_user_data(render_user_data(node))
+
+
 def user_data_files(user_data: str) -> list[NodeFile]:
     """The write_files of rendered user-data, decoded: what cloud-init would write."""
     files = []
     for entry in yaml.safe_load(user_data).get("write_files", []):
-        content = entry["content"]
-        data = gzip.decompress(base64.b64decode(content)) if entry.get("encoding") == "gz+b64" else content.encode()
-        files.append(NodeFile(entry["path"], data, entry.get("permissions", "0644")))
+        files.append(NodeFile(entry["path"], entry["content"].encode(), entry["permissions"]))
     return files
 
 
