@@ -14,20 +14,23 @@ from components.spec import ClusterSpec, parse_spec
 from components.stackfile import CLUSTER_KEY
 
 
-def _region(raw: object) -> str:
-    """The region from the cloud's provider key (`aws:region`, ...), where Pulumi users already set it."""
+def region_key(raw: object) -> str | None:
+    """The provider key holding the region (`aws:region`, ...), where Pulumi users already set it."""
     cloud = CLOUDS.get(raw.get("cloud")) if isinstance(raw, dict) else None
-    if cloud is None or cloud.region_key is None:
-        return ""
-    namespace, key = cloud.region_key.split(":")
-    return pulumi.Config(namespace).get(key) or ""
+    return cloud.region_key if cloud else None
 
 
-def load(stack: str) -> tuple[ClusterSpec, ClusterPlan]:
-    """Config -> spec -> plan, or a SpecError listing every problem."""
-    raw = pulumi.Config("gpufleet").get_object("cluster")
-    spec = check(parse_spec(raw, _region(raw), stack))
+def load(raw: object, region: str, stack: str) -> tuple[ClusterSpec, ClusterPlan]:
+    """The cluster object and region -> spec -> plan, or a SpecError listing every problem."""
+    spec = check(parse_spec(raw, region, stack))
     return spec, plan(spec, stack)
+
+
+def _load_from_pulumi() -> ClusterPlan:
+    raw = pulumi.Config("gpufleet").get_object("cluster")
+    key = region_key(raw)
+    region = pulumi.Config(key.split(":")[0]).get(key.split(":")[1]) if key else ""
+    return load(raw, region or "", pulumi.get_stack())[1]
 
 
 class InvalidStack(pulumi.RunError):
@@ -40,7 +43,7 @@ class InvalidStack(pulumi.RunError):
 
 def main() -> None:
     try:
-        _, cluster = load(pulumi.get_stack())
+        cluster = _load_from_pulumi()
     except SpecError as error:
         raise InvalidStack(error) from None
     outputs = realize(cluster)

@@ -26,7 +26,9 @@ _SIG_KEY = "4dabf18193072939515e22adb298388d"
 
 
 def _unwrap(value: Any) -> Any:
-    """Inputs as the engine shows them: secrets masked, nested structures kept."""
+    """Inputs as the engine shows them: secrets masked, whole numbers as integers, nested structures kept."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     if isinstance(value, dict):
         if value.get(_SIG_KEY) == _SECRET_SIG:
             return "[secret]"
@@ -38,7 +40,7 @@ def _unwrap(value: Any) -> Any:
 
 def _short(urn: str) -> str | None:
     """A URN's resource name, or None for the stack itself."""
-    if not urn or "pulumi:pulumi:Stack" in urn.split("::")[-2]:
+    if not urn or urn.split("::")[-2].split("$")[-1] == "pulumi:pulumi:Stack":
         return None
     return urn.split("::")[-1]
 

@@ -1,0 +1,63 @@
+"""`fleet plan`: the program's full resource graph offline, as a table or as DESIGN.md's JSON."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from components.plan.model import ClusterPlan
+from fleet.preview import Preview, run_program
+from fleet.stacks import resolve, spec_and_plan
+from policy.rules import evaluate
+
+EXIT_CLEAN, EXIT_VIOLATION = 0, 1
+
+
+def cost_of(plan: ClusterPlan) -> dict[str, Any]:
+    cost = plan.cost
+    return {"currency": cost.currency, "hourly": cost.expected_hourly, "onDemandHourly": cost.on_demand_hourly,
+            "nodes": plan.scaling.nodes_desired, "priceDate": cost.price_date, "priceSource": cost.price_source}
+
+
+def report(preview: Preview, plan: ClusterPlan) -> dict[str, Any]:
+    """DESIGN.md's `fleet plan --json` document."""
+    return {"stack": preview.stack, "cloud": plan.cloud, "resources": preview.resources, "outputs": preview.outputs,
+            "cost": cost_of(plan), "violations": evaluate(preview.resources)}
+
+
+def _table(document: dict[str, Any]) -> Table:
+    resources = document["resources"]
+    components = {r["name"]: r["type"] for r in resources if not r["options"].get("custom")}
+    custom = [r for r in resources if r["options"].get("custom")]
+    table = Table(title=f"{document['stack']} ({document['cloud']}): {len(custom)} resources")
+    table.add_column("component")
+    table.add_column("resource type", no_wrap=True)
+    table.add_column("count", justify="right")
+    counts = Counter((components.get(r["parent"], "-").rsplit(":", 1)[-1], r["type"].rsplit(":", 1)[0]) for r in custom)
+    for (component, kind), count in sorted(counts.items()):
+        table.add_row(component, kind, str(count))
+    return table
+
+
+def run(args) -> int:
+    stack = resolve(args.stack, args.stack_file)
+    _, plan = spec_and_plan(stack)
+    document = report(run_program(stack), plan)
+    mandatory = [v for v in document["violations"] if v["level"] == "mandatory"]
+    if args.json:
+        print(json.dumps(document, indent=2, sort_keys=False, default=str))
+        return EXIT_VIOLATION if mandatory else EXIT_CLEAN
+    console = Console()
+    console.print(_table(document))
+    cost = document["cost"]
+    hourly = "unknown (no public price)" if cost["hourly"] is None else f"${cost['hourly']:,.2f}/h"
+    console.print(f"cost: {hourly} for {cost['nodes']} nodes (prices of {cost['priceDate']}, {cost['priceSource']})")
+    for violation in document["violations"]:
+        style = "red" if violation["level"] == "mandatory" else "yellow"
+        console.print(f"[{style}]{violation['level']}[/{style}] {violation['policy']}: {violation['resource']}: "
+                      f"{violation['message']}")
+    return EXIT_VIOLATION if mandatory else EXIT_CLEAN

@@ -1,0 +1,30 @@
+"""`fleet schema`: the JSON Schema editors use to complete and check the gpufleet:cluster object."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from components.spec import ClusterSpec
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "cluster.schema.json"
+
+
+def schema_text() -> str:
+    schema = ClusterSpec.model_json_schema(by_alias=True)
+    schema["properties"].pop("region", None)
+    schema["$id"] = "https://gpufleet.dev/schema/cluster.schema.json"
+    schema["title"] = "gpufleet:cluster"
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
+def run(args) -> int:
+    text = schema_text()
+    if args.check:
+        current = Path(args.check).read_text(encoding="utf-8") if Path(args.check).is_file() else ""
+        if current != text:
+            print(f"{args.check} is out of date: run `fleet schema > {args.check}`")
+            return 1
+        return 0
+    print(text, end="")
+    return 0

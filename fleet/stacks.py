@@ -1,0 +1,30 @@
+"""Find and load a stack for the CLI: by name under stacks/, or by path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from components.errors import SpecError
+from components.plan.model import ClusterPlan
+from components.program import load, region_key
+from components.spec import ClusterSpec
+from components.stackfile import CLUSTER_KEY, StackFile, load_stack_file, stack_path
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+
+def resolve(stack: str | None, stack_file: str | None) -> StackFile:
+    """`--stack NAME` reads stacks/Pulumi.NAME.yaml of this project; `--stack-file PATH` reads PATH."""
+    path = Path(stack_file) if stack_file else stack_path(PROJECT_DIR, stack or "local")
+    return load_stack_file(path)
+
+
+def spec_and_plan(stack: StackFile) -> tuple[ClusterSpec, ClusterPlan]:
+    """The same spec and plan the Pulumi program builds, without the runtime (for cost, local bring-up)."""
+    raw = stack.config.get(CLUSTER_KEY)
+    key = region_key(raw)
+    region = str(stack.config.get(key, "")) if key else ""
+    try:
+        return load(raw, region, stack.name)
+    except SpecError as error:
+        raise SpecError(error.problems, str(stack.path)) from None
