@@ -154,7 +154,7 @@ RULES: tuple[Rule, ...] = (region_and_zone, instance_type, node_counts, market, 
 def check(spec: ClusterSpec) -> ClusterSpec:
     """Run every rule; raise one SpecError with all problems, or hand the spec back unchanged."""
     cloud = profile(spec.cloud)
-    problems = [problem for rule in RULES for problem in rule(spec, cloud)]
+    problems = [problem for rule in (*RULES, *cloud.rules) for problem in rule(spec, cloud)]
     if problems:
         raise SpecError(problems)
     return spec

@@ -43,6 +43,14 @@ def _table(document: dict[str, Any]) -> Table:
     return table
 
 
+def register(subparsers) -> None:
+    from fleet.cli import add_stack_args
+
+    parser = subparsers.add_parser("plan", help="preview a stack's resources offline (no Pulumi CLI, no credentials)")
+    add_stack_args(parser)
+    parser.set_defaults(run=run)
+
+
 def run(args) -> int:
     stack = resolve(args.stack, args.stack_file)
     _, plan = spec_and_plan(stack)

@@ -18,6 +18,12 @@ def schema_text() -> str:
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 
 
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("schema", help="print the JSON Schema of the gpufleet:cluster object")
+    parser.add_argument("--check", metavar="PATH", help="exit 1 if PATH differs from the current schema")
+    parser.set_defaults(run=run)
+
+
 def run(args) -> int:
     text = schema_text()
     if args.check:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
+
+if TYPE_CHECKING:
+    from components.errors import Problem
+    from components.spec import ClusterSpec
 
 # Features a stack can ask for; a cloud that lacks one names it in `unsupported` with the reason.
 CAPACITY_BLOCK = "capacity block"
@@ -32,3 +36,5 @@ class CloudProfile:
     spot_strategies: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     unsupported: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     pulumi_provider: str = ""
+    # Rules only this cloud needs (e.g. spot inside a deployment set); run after the common ones.
+    rules: tuple[Callable[["ClusterSpec", "CloudProfile"], Iterable["Problem"]], ...] = ()
