@@ -9,8 +9,8 @@ from components.errors import SpecError
 from components.plan.model import ClusterPlan
 from components.plan.planner import plan
 from components.realizers import realize
-from components.rules import check
-from components.spec import ClusterSpec, parse_spec
+from components.rules import validate
+from components.spec import ClusterSpec
 from components.stackfile import CLUSTER_KEY
 
 
@@ -22,7 +22,7 @@ def region_key(raw: object) -> str | None:
 
 def load(raw: object, region: str, stack: str) -> tuple[ClusterSpec, ClusterPlan]:
     """The cluster object and region -> spec -> plan, or a SpecError listing every problem."""
-    spec = check(parse_spec(raw, region, stack))
+    spec = validate(raw, region, stack)
     return spec, plan(spec, stack)
 
 

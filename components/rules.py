@@ -14,7 +14,7 @@ from components.clouds import profile
 from components.clouds.base import (CAPACITY_BLOCK, GPU_UTIL_SCALING, RESERVATION, SPOT, SPOT_MIX, WARM_POOL,
                                     CloudProfile)
 from components.errors import Problem, SpecError
-from components.spec import ClusterSpec
+from components.spec import ClusterSpec, ShapeError, parse_spec
 from components.stackfile import CLUSTER_KEY
 
 # Addresses a cloud keeps in every subnet (AWS: network, router, DNS, future, broadcast).
@@ -151,10 +151,21 @@ RULES: tuple[Rule, ...] = (region_and_zone, instance_type, node_counts, market, 
                            unsupported)
 
 
-def check(spec: ClusterSpec) -> ClusterSpec:
-    """Run every rule; raise one SpecError with all problems, or hand the spec back unchanged."""
+def problems_of(spec: ClusterSpec) -> list[Problem]:
+    """Every rule's findings for a spec whose shape is valid."""
     cloud = profile(spec.cloud)
-    problems = [problem for rule in (*RULES, *cloud.rules) for problem in rule(spec, cloud)]
+    return [problem for rule in (*RULES, *cloud.rules) for problem in rule(spec, cloud)]
+
+
+def validate(raw: object, region: str, stack: str) -> ClusterSpec:
+    """Shape and rules together: one SpecError with every problem, even when some keys are malformed."""
+    try:
+        spec = parse_spec(raw, region, stack)
+    except ShapeError as error:
+        dropped = {p.path for p in error.problems}
+        extra = [p for p in problems_of(error.partial) if p.path not in dropped] if error.partial else []
+        raise SpecError(error.problems + extra) from None
+    problems = problems_of(spec)
     if problems:
         raise SpecError(problems)
     return spec

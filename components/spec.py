@@ -6,10 +6,11 @@ Shape errors come from pydantic; rules that need the catalog or a cloud's limits
 
 from __future__ import annotations
 
+import copy
 import difflib
 import ipaddress
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
@@ -124,7 +125,7 @@ class ClusterSpec(_Model):
     zone: str = Field("local", description="The one zone every node and the placement group live in.")
     instance_type: str = Field(description="Instance type, a row of the catalog for this cloud.")
     image: str = Field("auto", description="Machine image; `auto` is the cloud's GPU deep-learning image.")
-    nodes: int | NodeCounts = Field(description="Node count, or {min, desired, max} for an elastic cluster.")
+    nodes: Annotated[int, Field(ge=1)] | NodeCounts = Field(description="Node count, or {min, desired, max} for an elastic cluster.")
     market: Market = Market()
     network: Network = Network()
     autoscaling: Autoscaling = Autoscaling()
@@ -139,6 +140,9 @@ class ClusterSpec(_Model):
             return NodeCounts(min=self.nodes, desired=self.nodes, max=self.nodes)
         return self.nodes
 
+
+# Tags pydantic puts in an error's location to say which branch of `nodes: int | NodeCounts` failed.
+_UNION_TAGS = {"int", "constrained-int", "NodeCounts"}
 
 _FIXES = {
     "missing": "add it.",
@@ -158,7 +162,7 @@ _FIXES = {
 
 
 def _path(loc: tuple[Any, ...]) -> str:
-    parts = [str(part) for part in loc if not (isinstance(part, str) and part in {"int", "NodeCounts"})]
+    parts = [str(part) for part in loc if not (isinstance(part, str) and part in _UNION_TAGS)]
     return ".".join([CLUSTER_KEY, *parts])
 
 
@@ -195,10 +199,27 @@ def _dedupe_union(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_nodes = [e for e in errors if e["loc"][:1] == ("nodes",)]
     if not by_nodes:
         return errors
-    wrote_object = isinstance(by_nodes[0].get("input"), dict) or any(
-        "NodeCounts" in e["loc"] for e in by_nodes)
+    wrote_object = any(isinstance(e.get("input"), dict) for e in by_nodes if len(e["loc"]) == 2)
     keep = [e for e in by_nodes if ("NodeCounts" in e["loc"]) == wrote_object]
     return [e for e in errors if e["loc"][:1] != ("nodes",)] + (keep or by_nodes[:1])
+
+
+def _without(data: dict[str, Any], loc: tuple[Any, ...]) -> None:
+    """Drop the key a shape error points at, so the rest of the stack can still be checked."""
+    keys = [part for part in loc if isinstance(part, str) and part not in _UNION_TAGS]
+    node: Any = data
+    for key in keys[:-1]:
+        node = node.get(key) if isinstance(node, dict) else None
+    if isinstance(node, dict) and keys:
+        node.pop(keys[-1], None)
+
+
+class ShapeError(SpecError):
+    """Shape problems, plus the spec that the rest of the stack makes once the bad keys are dropped (if any)."""
+
+    def __init__(self, problems: list[Problem], partial: "ClusterSpec | None") -> None:
+        self.partial = partial
+        super().__init__(problems)
 
 
 def parse_spec(raw: Any, region: str, stack: str) -> ClusterSpec:
@@ -206,8 +227,15 @@ def parse_spec(raw: Any, region: str, stack: str) -> ClusterSpec:
     if not isinstance(raw, dict):
         raise SpecError([Problem(CLUSTER_KEY, "is missing or not a map.",
                                  "add `gpufleet:cluster:` with at least cloud, instanceType and nodes.")])
-    data = {"name": stack, **raw, "region": region}
+    data = {"name": stack, **copy.deepcopy(raw), "region": region}
     try:
         return ClusterSpec.model_validate(data)
     except ValidationError as error:
-        raise SpecError([_problem(e) for e in _dedupe_union(error.errors())]) from None
+        errors = _dedupe_union(error.errors())
+        for item in errors:
+            _without(data, tuple(item["loc"]))
+        try:
+            partial = ClusterSpec.model_validate(data)
+        except ValidationError:
+            partial = None
+        raise ShapeError([_problem(e) for e in errors], partial) from None

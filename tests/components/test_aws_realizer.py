@@ -1,0 +1,211 @@
+"""Every shipped AWS stack, run through the real program under mocks, meets FACTS.md's invariants."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pytest
+
+from components import catalog
+from components.stackfile import load_stack_file
+from fleet.preview import run_program
+from fleet.stacks import spec_and_plan
+
+STACKS = sorted(Path(__file__).resolve().parents[2].joinpath("stacks").glob("Pulumi.aws-*.yaml"))
+
+
+@pytest.fixture(scope="module", params=STACKS, ids=lambda p: p.stem.removeprefix("Pulumi."))
+def stack(request):
+    stack_file = load_stack_file(request.param)
+    spec, plan = spec_and_plan(stack_file)
+    preview = run_program(stack_file)
+    return spec, plan, preview.resources, preview.outputs
+
+
+def of_type(resources, suffix):
+    return [r for r in resources if r["type"].endswith(suffix)]
+
+
+def test_shipped_aws_stacks_exist():
+    assert {p.stem for p in STACKS} >= {"Pulumi.aws-p5", "Pulumi.aws-p4d-capacity-block", "Pulumi.aws-g5-spot",
+                                        "Pulumi.aws-g4dn-dev"}
+
+
+def test_efa_interfaces_match_the_catalog(stack):
+    spec, plan, resources, _ = stack
+    row = catalog.lookup("aws", spec.instance_type)
+    for template in of_type(resources, "LaunchTemplate"):
+        nics = template["inputs"]["networkInterfaces"]
+        pairs = [(n["networkCardIndex"], n["deviceIndex"]) for n in nics]
+        assert len(set(pairs)) == len(pairs), "each (card, device) once"
+        assert sorted(n["networkCardIndex"] for n in nics) == list(range(len(nics))), "cards 0..N-1, no gaps"
+        primary = next(n for n in nics if n["networkCardIndex"] == 0 and n["deviceIndex"] == 0)
+        assert primary.get("interfaceType") != "efa-only"
+        if plan.fabric.kind == "efa":
+            assert len(nics) == row.fabric_devices
+            assert all(n.get("interfaceType") in ("efa", "efa-only") for n in nics)
+        else:
+            assert all("interfaceType" not in n for n in nics)
+        assert all(n["securityGroups"] for n in nics), "security groups on every interface"
+        assert "vpcSecurityGroupIds" not in template["inputs"]
+
+
+def test_no_public_ip_and_a_nat_path(stack):
+    _, _, resources, _ = stack
+    for template in of_type(resources, "LaunchTemplate"):
+        assert all(n.get("associatePublicIpAddress") in (None, "false") for n in template["inputs"]["networkInterfaces"])
+    assert len(of_type(resources, "NatGateway")) == 1
+    private = next(r for r in of_type(resources, "ec2/subnet:Subnet") if r["name"].endswith("private"))
+    assert private["inputs"]["mapPublicIpOnLaunch"] is False
+
+
+def test_security_group_both_directions_for_efa(stack):
+    _, plan, resources, _ = stack
+    sg_id = of_type(resources, "SecurityGroup")[0]["name"] + "-id"
+    ingress = of_type(resources, "SecurityGroupIngressRule")
+    egress = of_type(resources, "SecurityGroupEgressRule")
+    self_all = [r for r in ingress + egress
+                if r["inputs"].get("referencedSecurityGroupId") == sg_id and r["inputs"]["ipProtocol"] == "-1"]
+    if plan.fabric.kind == "efa":
+        assert {r["type"] for r in self_all} == {ingress[0]["type"], egress[0]["type"]}
+    assert all(r["inputs"].get("cidrIpv4") != "0.0.0.0/0" for r in ingress), "nothing open to the internet"
+
+
+def test_port_range_opens_only_range_and_rendezvous(stack):
+    spec, _, resources, _ = stack
+    if spec.network.port_range is None:
+        pytest.skip("stack does not pin NCCL ports")
+    low, high = spec.network.port_range
+    ingress = [r["inputs"] for r in of_type(resources, "SecurityGroupIngressRule") if "referencedSecurityGroupId" in r["inputs"]]
+    assert all(r["ipProtocol"] == "tcp" for r in ingress)
+    assert {(r["fromPort"], r["toPort"]) for r in ingress} >= {(low, high), (29400, 29400)}
+    assert all(r["toPort"] - r["fromPort"] <= high - low for r in ingress)
+
+
+def test_ssh_only_from_the_listed_cidrs(stack):
+    spec, _, resources, _ = stack
+    ssh = [r["inputs"] for r in of_type(resources, "SecurityGroupIngressRule") if r["inputs"].get("fromPort") == 22]
+    assert sorted(r["cidrIpv4"] for r in ssh) == sorted(spec.network.ssh_cidrs)
+
+
+def test_imdsv2_encrypted_root_and_profile(stack):
+    _, _, resources, _ = stack
+    for template in of_type(resources, "LaunchTemplate"):
+        inputs = template["inputs"]
+        assert inputs["metadataOptions"]["httpTokens"] == "required"
+        assert inputs["metadataOptions"]["httpEndpoint"] == "enabled"
+        ebs = inputs["blockDeviceMappings"][0]["ebs"]
+        assert ebs["encrypted"] == "true" and ebs["volumeType"] == "gp3"
+        assert inputs["iamInstanceProfile"]["arn"].startswith("arn:")
+        assert base64.b64decode(inputs["userData"]).startswith(b"#cloud-config")
+
+
+def test_one_subnet_one_zone_for_the_placement_group(stack):
+    spec, plan, resources, _ = stack
+    groups = of_type(resources, "PlacementGroup")
+    subnets = of_type(resources, "ec2/subnet:Subnet")
+    assert {s["inputs"]["availabilityZone"] for s in subnets} == {spec.zone}
+    if plan.market.capacity_block:
+        assert not groups, "a Capacity Block cluster gets no placement group"
+        return
+    assert [g["inputs"]["strategy"] for g in groups] == ["cluster"]
+    for template in of_type(resources, "LaunchTemplate"):
+        assert {n["subnetId"] for n in template["inputs"]["networkInterfaces"]} == {f"{spec.name}-private-id"}
+    asg = of_type(resources, "autoscaling/group:Group")
+    assert all(g["inputs"]["vpcZoneIdentifiers"] == [f"{spec.name}-private-id"] for g in asg)
+
+
+def test_head_is_on_demand_at_the_fixed_address(stack):
+    _, plan, resources, outputs = stack
+    head_template = next(r for r in of_type(resources, "LaunchTemplate") if r["name"].endswith("head-lt"))
+    primary = head_template["inputs"]["networkInterfaces"][0]
+    assert primary["privateIpAddress"] == plan.network.head_address == outputs["headAddress"]
+    assert "instanceMarketOptions" not in head_template["inputs"] or plan.market.capacity_block
+    assert plan.network.head_address in base64.b64decode(head_template["inputs"]["userData"]).decode()
+
+
+def test_worker_group_bounds_and_market(stack):
+    spec, plan, resources, _ = stack
+    group = of_type(resources, "autoscaling/group:Group")[0]["inputs"]
+    counts = spec.counts
+    assert (group["minSize"], group["desiredCapacity"], group["maxSize"]) == (counts.min - 1, counts.desired - 1,
+                                                                             counts.max - 1)
+    if spec.market.spot_percent:
+        distribution = group["mixedInstancesPolicy"]["instancesDistribution"]
+        assert distribution["onDemandPercentageAboveBaseCapacity"] == 100 - spec.market.spot_percent
+        assert distribution["onDemandBaseCapacity"] == spec.market.on_demand_base - 1
+        assert distribution["spotAllocationStrategy"] == "price-capacity-optimized"
+        assert group["capacityRebalance"] is True
+        assert "launchTemplate" not in group
+    else:
+        assert "mixedInstancesPolicy" not in group
+    worker_template = next(r for r in of_type(resources, "LaunchTemplate") if r["name"].endswith("worker-lt"))
+    assert (worker_template["inputs"].get("instanceMarketOptions") or {}).get("marketType") != "spot"
+
+
+def test_reservation_and_capacity_block_targeting(stack):
+    spec, _, resources, _ = stack
+    for template in of_type(resources, "LaunchTemplate"):
+        inputs = template["inputs"]
+        if spec.market.reservation_id:
+            target = inputs["capacityReservationSpecification"]["capacityReservationTarget"]
+            assert target["capacityReservationId"] == spec.market.reservation_id
+        else:
+            assert "capacityReservationSpecification" not in inputs
+        if spec.market.capacity_block:
+            assert inputs["instanceMarketOptions"]["marketType"] == "capacity-block"
+
+
+def test_autoscaling_policy_and_warm_pool(stack):
+    spec, _, resources, _ = stack
+    policies = of_type(resources, "autoscaling/policy:Policy")
+    group = of_type(resources, "autoscaling/group:Group")[0]["inputs"]
+    if spec.autoscaling.gpu_util_target is None:
+        assert not policies
+    else:
+        config = policies[0]["inputs"]["targetTrackingConfiguration"]
+        assert config["targetValue"] == spec.autoscaling.gpu_util_target
+        assert config["customizedMetricSpecification"]["metricName"] == "GPUUtilization"
+    assert group.get("warmPool", {}).get("minSize", 0) == spec.autoscaling.standby
+
+
+def test_bucket_encrypted_versioned_private(stack):
+    _, plan, resources, outputs = stack
+    bucket = of_type(resources, "s3/bucket:Bucket")[0]["inputs"]
+    assert bucket["bucket"] == plan.storage.bucket == outputs["bucket"]
+    assert of_type(resources, "BucketVersioning")[0]["inputs"]["versioningConfiguration"]["status"] == "Enabled"
+    rule = of_type(resources, "BucketServerSideEncryptionConfiguration")[0]["inputs"]["rules"][0]
+    assert rule["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "aws:kms"
+    block = of_type(resources, "BucketPublicAccessBlock")[0]["inputs"]
+    assert all(block[key] for key in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls",
+                                      "restrictPublicBuckets"))
+    code = of_type(resources, "BucketObjectv2")[0]["inputs"]
+    assert code["key"] == f"code/{plan.storage.code_sha256}.tar.gz"
+
+
+def test_role_may_use_only_its_bucket(stack):
+    import json
+
+    _, plan, resources, _ = stack
+    policy = json.loads(of_type(resources, "RolePolicy")[0]["inputs"]["policy"])
+    s3 = [s for s in policy["Statement"] if any(a.startswith("s3:") for a in s["Action"])]
+    assert {res for s in s3 for res in s["Resource"]} == {f"arn:aws:s3:::{plan.storage.bucket}",
+                                                         f"arn:aws:s3:::{plan.storage.bucket}/*"}
+    assert all("*" not in a for s in policy["Statement"] for a in s["Action"])
+
+
+def test_tags_on_everything_taggable(stack):
+    _, plan, resources, _ = stack
+    for resource in resources:
+        tags = resource["inputs"].get("tags")
+        if isinstance(tags, dict):
+            assert tags.get("gpufleet:cluster") == plan.name, resource["name"]
+        elif isinstance(tags, list):
+            assert {"key": "gpufleet:cluster", "value": plan.name, "propagateAtLaunch": True} in tags
+
+
+def test_outputs(stack):
+    _, plan, _, outputs = stack
+    assert set(outputs) >= {"headAddress", "workerGroup", "bucket", "hourlyCostUsd"}
+    assert outputs["hourlyCostUsd"] == plan.cost.expected_hourly

@@ -1,0 +1,114 @@
+"""Plan decisions, checked on the pure plan without Pulumi."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from components import catalog
+from components.bundle import bundle_bytes, bundle_sha256
+from components.plan.cost import plan_cost
+from components.plan.fabric import plan_fabric
+from components.plan.firewall import plan_firewall
+from components.plan.network import plan_network
+from components.stackfile import load_stack_file
+from fleet.stacks import spec_and_plan
+
+
+def plan_of(write_stack, cluster):
+    return spec_and_plan(load_stack_file(write_stack(cluster)))[1]
+
+
+def test_fabric_auto_picks_the_best_the_type_has(write_stack, aws_cluster):
+    assert plan_of(write_stack, aws_cluster).fabric.kind == "efa"
+    aws_cluster.update(instanceType="g4dn.xlarge", market={})
+    assert plan_of(write_stack, aws_cluster).fabric.kind == "tcp"
+
+
+@pytest.mark.parametrize("type_name", [name for name in catalog.type_names("aws")
+                                       if catalog.lookup("aws", name).fabric == "efa"])
+def test_efa_layout_per_type(type_name):
+    row = catalog.lookup("aws", type_name)
+    fabric = plan_fabric("auto", row)
+    assert fabric.devices == row.fabric_devices == len(fabric.interfaces)
+    assert fabric.interfaces[0].kind == "efa" and (fabric.interfaces[0].card, fabric.interfaces[0].device) == (0, 0)
+    assert [i.card for i in fabric.interfaces] == list(range(row.fabric_devices))
+    assert all(i.kind == "efa-only" for i in fabric.interfaces[1:])
+
+
+def test_network_split_and_head_address():
+    net = plan_network("10.1.0.0/16", 9001)
+    private, public = ipaddress.ip_network(net.private.cidr), ipaddress.ip_network(net.public.cidr)
+    assert private == ipaddress.ip_network("10.1.0.0/17") and not private.overlaps(public)
+    assert ipaddress.ip_address(net.head_address) in private
+    assert net.node_addresses(3) == ("10.1.0.10", "10.1.0.11", "10.1.0.12")
+
+
+def test_firewall_all_from_self_both_ways_without_port_range():
+    rules = plan_firewall("efa", None, 29400, (9100, 9400), ())
+    inside = {(r.direction, r.protocol, r.peer) for r in rules if r.peer == "self"}
+    assert inside == {("ingress", "all", "self"), ("egress", "all", "self")}
+    assert not [r for r in rules if r.direction == "ingress" and r.peer != "self"]
+
+
+def test_firewall_pinned_range_on_tcp():
+    rules = plan_firewall("tcp", (50000, 51000), 29400, (9100, 9400), ("198.51.100.0/24",))
+    ingress = [(r.protocol, r.from_port, r.to_port, r.peer) for r in rules if r.direction == "ingress"]
+    assert ("tcp", 50000, 51000, "self") in ingress and ("tcp", 29400, 29400, "self") in ingress
+    assert ("tcp", 22, 22, "198.51.100.0/24") in ingress
+    assert not any(protocol == "all" for protocol, *_ in ingress)
+
+
+def test_efa_ignores_a_port_range_and_stays_open_inside():
+    rules = plan_firewall("efa", (50000, 51000), 29400, (9100,), ())
+    assert any(r.protocol == "all" and r.direction == "egress" and r.peer == "self" for r in rules)
+
+
+def test_head_never_spot_workers_follow_the_market(write_stack, aws_cluster):
+    plan = plan_of(write_stack, aws_cluster)
+    assert plan.head.spot is False and plan.worker.spot is True
+    assert plan.market.on_demand_base == 1, "the head takes one of the on-demand base"
+    assert (plan.scaling.workers_min, plan.scaling.workers_desired, plan.scaling.workers_max) == (1, 3, 7)
+    assert plan.torchrun[1] == "--nnodes=2:8"
+    assert f"--rdzv-endpoint={plan.network.head_address}:29400" in plan.torchrun
+
+
+def test_capacity_block_has_no_placement_group(write_stack, aws_cluster):
+    aws_cluster["market"] = {"onDemandBase": 2, "capacityBlock": True, "reservationId": "cr-0123456789abcdef0"}
+    plan = plan_of(write_stack, aws_cluster)
+    assert plan.placement_group is False and plan.market.capacity_block
+
+
+def test_cost_of_the_spot_mix(write_stack, aws_cluster):
+    plan = plan_of(write_stack, aws_cluster)
+    price = catalog.lookup("aws", "p5.48xlarge").price_usd_per_hour
+    # 4 nodes: 2 on-demand base (head + 1 worker), 2 above base at 50% spot -> 1 spot node at 40% of list.
+    assert plan.cost.on_demand_hourly == pytest.approx(4 * price)
+    assert plan.cost.expected_hourly == pytest.approx(3 * price + 1 * price * 0.4)
+    assert plan.cost.price_date == "2026-07-20"
+
+
+def test_cost_unknown_price_is_none_not_zero():
+    from components.clouds import profile
+    from components.plan.model import MarketPlan, ScalingPlan
+
+    cost = plan_cost(profile("aws"), None, MarketPlan(0, 0, "x", None, None, False), ScalingPlan(1, 1, 1, None, 0))
+    assert cost.expected_hourly is None and cost.on_demand_hourly is None
+
+
+def test_bundle_is_deterministic_and_named_by_hash(write_stack, aws_cluster):
+    assert bundle_bytes() == bundle_bytes.__wrapped__()
+    plan = plan_of(write_stack, aws_cluster)
+    assert plan.storage.code_uri.endswith(f"{bundle_sha256()}.tar.gz") and plan.storage.code_uri.startswith("s3://")
+
+
+def test_user_data_differs_by_role_and_names_the_head(write_stack, aws_cluster):
+    plan = plan_of(write_stack, aws_cluster)
+    assert plan.head.user_data != plan.worker.user_data
+    assert plan.head.user_data.startswith("#cloud-config")
+
+
+def test_plan_is_deterministic(write_stack, aws_cluster):
+    path = write_stack(aws_cluster)
+    assert spec_and_plan(load_stack_file(path))[1] == spec_and_plan(load_stack_file(path))[1]

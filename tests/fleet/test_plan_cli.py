@@ -1,0 +1,72 @@
+"""`fleet plan` as users run it: exit codes, JSON shape, no traceback, schema kept current."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fleet.cli import main
+from fleet.schema_command import SCHEMA_PATH, schema_text
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_json_shape_and_exit_code(capsys):
+    assert main(["plan", "--stack", "aws-p5", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert set(document) == {"stack", "cloud", "resources", "outputs", "cost", "violations"}
+    assert document["stack"] == "aws-p5" and document["cloud"] == "aws"
+    resource = next(r for r in document["resources"] if r["type"] == "aws:ec2/launchTemplate:LaunchTemplate")
+    assert set(resource) == {"type", "name", "parent", "inputs", "options"}
+    assert resource["parent"] == "aws-p5-compute" and "metadataOptions" in resource["inputs"]
+    assert resource["options"]["dependsOn"]
+    assert document["cost"]["hourly"] > 0 and document["violations"] == []
+
+
+def test_table_lists_components_and_cost(capsys):
+    assert main(["plan", "--stack", "aws-g4dn-dev"]) == 0
+    out = capsys.readouterr().out
+    assert "aws:autoscaling/group" in out and "Compute" in out and "/h for 2 nodes" in out
+
+
+def test_invalid_stack_exits_2_with_the_field_and_no_traceback(tmp_path):
+    stack = tmp_path / "Pulumi.bad.yaml"
+    stack.write_text("config:\n  aws:region: us-east-1\n  gpufleet:cluster:\n    cloud: aws\n"
+                     "    zone: us-east-1a\n    instanceType: p5.48xlarge\n    nodes: 2\n"
+                     "    market: {spotPercent: 120}\n")
+    result = subprocess.run([sys.executable, "-m", "fleet", "plan", "--stack-file", str(stack)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "gpufleet:cluster.market.spotPercent" in result.stderr and "Traceback" not in result.stderr
+    assert str(stack) in result.stderr
+
+
+def test_missing_stack_exits_2(capsys):
+    assert main(["plan", "--stack", "does-not-exist"]) == 2
+    assert "Pulumi.does-not-exist.yaml does not exist" in capsys.readouterr().err
+
+
+def test_program_raises_a_run_error_for_pulumi_up():
+    """Under `pulumi up` the engine prints a RunError's message without a traceback."""
+    import pulumi
+
+    from components import program
+    from fleet.preview import _Mocks
+
+    pulumi.runtime.set_mocks(_Mocks(), project="gpufleet", stack="bad", preview=True)
+    pulumi.runtime.set_all_config({"gpufleet:cluster": json.dumps({"cloud": "aws", "zone": "us-east-1a",
+                                                                   "instanceType": "p9.huge", "nodes": 2}),
+                                   "aws:region": "us-east-1"})
+    with pytest.raises(pulumi.RunError) as caught:
+        program.main()
+    assert "gpufleet:cluster.instanceType" in str(caught.value) and "p9.huge" in str(caught.value)
+
+
+def test_schema_is_current():
+    assert SCHEMA_PATH.read_text() == schema_text(), "run `fleet schema > schema/cluster.schema.json`"
+    schema = json.loads(schema_text())
+    assert {"instanceType", "nodes", "market", "network"} <= set(schema["properties"])
