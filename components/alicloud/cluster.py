@@ -1,0 +1,48 @@
+"""AliCluster: the Alibaba Cloud realizer's one entry point, composing network, security, identity, storage, nodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from components.alicloud.head import AliHead
+from components.alicloud.identity import AliIdentity
+from components.alicloud.network import AliNetwork
+from components.alicloud.security import AliSecurity
+from components.alicloud.storage import AliStorage
+from components.alicloud.workers import AliWorkers
+from components.plan.model import ClusterPlan
+
+
+class AliCluster(pulumi.ComponentResource):
+    """A ClusterPlan as Alibaba Cloud resources; no decisions here, only translation."""
+
+    def __init__(self, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+        name = plan.name
+        super().__init__("gpufleet:alicloud:Cluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        network = AliNetwork(name, plan, opts=child)
+        security = AliSecurity(name, plan, network.vpc.id, opts=child)
+        identity = AliIdentity(name, plan, opts=child)
+        storage = AliStorage(name, plan, opts=child)
+        role = identity.role.role_name
+        head = AliHead(name, plan, network.private.id, security.group.id, role, opts=child)
+        workers = (AliWorkers(name, plan, network.private.id, security.group.id, role, opts=child)
+                   if plan.scaling.workers_max > 0 else None)
+        self.outputs: dict[str, Any] = {
+            "headAddress": plan.network.head_address,
+            "headInstanceId": head.instance.id,
+            "workerGroup": workers.group.id if workers else None,
+            "deploymentSet": head.deployment_set.id if head.deployment_set else None,
+            "securityGroupId": security.group.id,
+            "bucket": storage.bucket.bucket,
+            "checkpointUri": plan.storage.checkpoint_uri,
+            "hourlyCostUsd": plan.cost.expected_hourly,
+            "onDemandHourlyUsd": plan.cost.on_demand_hourly,
+        }
+        self.register_outputs(self.outputs)
+
+
+def realize(plan: ClusterPlan) -> dict[str, Any]:
+    return AliCluster(plan).outputs
