@@ -5,8 +5,9 @@ from __future__ import annotations
 import pulumi
 import pulumi_alicloud as alicloud
 
-from components.alicloud.nodes import disk_args, erdma_interfaces, traffic_mode, user_data
+from components.alicloud.nodes import disk_args, erdma_interfaces, traffic_mode
 from components.plan.model import ClusterPlan
+from components.realizers.encoding import gzip_base64
 
 
 def _reservation(plan: ClusterPlan) -> dict:
@@ -35,7 +36,7 @@ class AliHead(pulumi.ComponentResource):
             security_groups=[group_id], instance_type=plan.instance.name, image_id=plan.image.ref,
             private_ip=plan.network.head_address, instance_charge_type="PostPaid", spot_strategy="NoSpot",
             internet_max_bandwidth_out=0, http_endpoint="enabled", http_tokens="required",
-            enable_jumbo_frame=plan.network.mtu > 1500, user_data=user_data(plan.head.user_data),
+            enable_jumbo_frame=plan.network.mtu > 1500, user_data=gzip_base64(plan.head.user_data),
             deployment_set_id=self.deployment_set.id if self.deployment_set else None, tags=tags, volume_tags=tags,
             opts=child, **disk_args(plan), **_reservation(plan))
         # The node role on the head.

@@ -1,21 +1,12 @@
-"""What the head and the workers share: user-data encoding, disks, and the plan's interfaces as ESS/ENI arguments."""
+"""What the head and the workers share: disks and the plan's interfaces as ESS/ENI arguments."""
 
 from __future__ import annotations
-
-import base64
-import gzip
 
 from components.plan.model import ClusterPlan, Interface
 
 # eRDMA interfaces are ENIs in HighPerformance mode; every other interface is a Standard ENI.
 TRAFFIC_MODE = {"erdma": "HighPerformance"}
 SYSTEM_DISK = "cloud_essd"
-
-
-def user_data(text: str) -> str:
-    """Base64 as ECS and ESS recommend; gzip keeps it under their 16 KB (cloud-init unpacks it), mtime=0 keeps it
-    byte-for-byte stable."""
-    return base64.b64encode(gzip.compress(text.encode(), mtime=0)).decode()
 
 
 def traffic_mode(nic: Interface) -> str:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pulumi
 import pulumi_alicloud as alicloud
 
-from components.alicloud.nodes import disk_args, traffic_mode, user_data
+from components.alicloud.nodes import disk_args, traffic_mode
 from components.plan.model import ClusterPlan
+from components.realizers.encoding import gzip_base64
 
 # CloudMonitor agent metric of average GPU utilisation that ESS target tracking can follow (name unconfirmed).
 GPU_METRIC = "GpuUtilizationAgent"
@@ -60,7 +61,7 @@ class AliWorkers(pulumi.ComponentResource):
         self.configuration = alicloud.ess.ScalingConfiguration(
             f"{name}-worker-config", scaling_group_id=self.group.id, scaling_configuration_name=f"{name}-worker",
             instance_type=plan.instance.name, image_id=plan.image.ref, network_interfaces=_interfaces(plan, group_id),
-            role_name=role_name, user_data=user_data(plan.worker.user_data), http_endpoint="enabled",
+            role_name=role_name, user_data=gzip_base64(plan.worker.user_data), http_endpoint="enabled",
             internet_max_bandwidth_out=0, instance_name=f"{name}-worker", tags=tags, active=True, enable=True,
             force_delete=True, opts=child, **disk_args(plan), **_spot(plan), **_reservation(plan))
         if scaling.gpu_util_target is not None:

@@ -1,8 +1,75 @@
-"""Tencent Cloud facts (FACTS.md): HCC RDMA, spot notices at metadata.tencentyun.com, COS."""
+"""Tencent Cloud facts (FACTS.md): HCC RDMA, spot notices at metadata.tencentyun.com, COS.
 
+HCC rules: on Tencent Cloud RDMA comes only with HCC types, and every HCC instance joins an HPC cluster in the zone.
+An AS scaling config (tencentcloud_iac_pulumi 0.2.3) takes no HPC cluster, so HCC workers are plain instances and an
+HCC cluster has a fixed size. `fabric: tcp` on an HCC type is rejected: it pays for RDMA NICs it never uses.
+Spot mix: the AS group has no spot-mix field, so non-HCC workers come in two AS groups, on-demand and spot, sized
+from the plan's market split; HCC workers are split the same way into on-demand and spot instances.
+"""
+
+import re
+from collections.abc import Iterable
 from types import MappingProxyType
 
-from components.clouds.base import CAPACITY_BLOCK, CloudProfile
+from components import catalog
+from components.catalog import InstanceType
+from components.clouds.alicloud import explicit_image
+from components.clouds.base import CAPACITY_BLOCK, GPU_UTIL_SCALING, RESERVATION, WARM_POOL, CloudProfile
+from components.errors import Problem
+from components.spec import ClusterSpec
+from components.stackfile import CLUSTER_KEY
+
+# COS bucket names end in the account's APPID: <name>-<appid>.
+BUCKET_WITH_APPID = re.compile(r"^[a-z0-9-]+-(\d{6,})$")
+
+
+def is_hcc(row: InstanceType) -> bool:
+    """HCC (Hyper Computing Cluster) types are the Tencent types with an RDMA fabric."""
+    return row.fabric == "rdma"
+
+
+def bucket_appid(bucket: str) -> str:
+    """The APPID a COS bucket name ends with (the spec guarantees it)."""
+    return BUCKET_WITH_APPID.match(bucket)[1]
+
+
+def _at(path: str) -> str:
+    return f"{CLUSTER_KEY}.{path}"
+
+
+def international_spot(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    if spec.market.international_account and spec.market.spot_percent > 0:
+        yield Problem(_at("market.spotPercent"), "international Tencent Cloud accounts cannot buy SPOTPAID "
+                      "instances (only POSTPAID_BY_HOUR and CDHPAID).",
+                      "set market.spotPercent to 0, or use a China-site account (internationalAccount: false).")
+
+
+def spot_price(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    if spec.market.spot_percent > 0 and spec.market.max_spot_price is None:
+        yield Problem(_at("market.maxSpotPrice"), "SPOTPAID instances and AS configs need a max price.",
+                      "set market.maxSpotPrice (per node-hour, in the account's billing currency).")
+
+
+def hcc(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    row = catalog.lookup(spec.cloud, spec.instance_type)
+    if row is None or not is_hcc(row):
+        return
+    if spec.network.fabric == "tcp":
+        yield Problem(_at("network.fabric"), f"{spec.instance_type} is an HCC type: it is sold for its RDMA network "
+                      "and launches into an HPC cluster.", "use fabric auto or rdma, or a non-HCC type for TCP.")
+    counts = spec.counts
+    if counts.min != counts.max:
+        yield Problem(_at("nodes"), f"{spec.instance_type} is an HCC type: its nodes must join an HPC cluster, which "
+                      "AS scaling configs (tencentcloud_iac_pulumi 0.2.3) cannot set, so it cannot scale.",
+                      "give nodes as one number, or use a non-HCC type for an elastic cluster.")
+
+
+def bucket_name(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    bucket = spec.storage.checkpoint_bucket
+    if bucket is None or not BUCKET_WITH_APPID.match(bucket):
+        yield Problem(_at("storage.checkpointBucket"), f"{bucket!r} does not end in the account's APPID; COS bucket "
+                      "names are <name>-<APPID>.", "set it like gpufleet-ckpt-1250000000 (your APPID).")
+
 
 TENCENTCLOUD = CloudProfile(
     name="tencentcloud",
@@ -14,6 +81,12 @@ TENCENTCLOUD = CloudProfile(
     spot_discount=0.60,
     reserved_discount=0.30,
     max_user_data_bytes=16384,
-    unsupported=MappingProxyType({CAPACITY_BLOCK: "Tencent Cloud has no capacity blocks; use reservationId."}),
+    unsupported=MappingProxyType({
+        CAPACITY_BLOCK: "Tencent Cloud has no capacity blocks.",
+        RESERVATION: "tencentcloud_iac_pulumi 0.2.3 instances and AS configs take no reserved-capacity target.",
+        WARM_POOL: "the AS group of tencentcloud_iac_pulumi 0.2.3 keeps no stopped standby instances.",
+        GPU_UTIL_SCALING: "AS scaling policies only track CPU, memory and traffic metrics, not GPU utilisation.",
+    }),
     pulumi_provider="tencentcloud_iac_pulumi",
+    rules=(explicit_image, international_spot, spot_price, hcc, bucket_name),
 )

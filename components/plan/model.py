@@ -79,6 +79,12 @@ class MarketPlan:
     def uses_spot(self) -> bool:
         return self.spot_percent > 0
 
+    def split(self, workers: int) -> tuple[int, int]:
+        """Workers as (on-demand, spot): the base first, then the spot share above it rounded down (on-demand wins)."""
+        above_base = max(workers - self.on_demand_base, 0)
+        spot = above_base * self.spot_percent // 100
+        return workers - spot, spot
+
 
 @dataclass(frozen=True)
 class ScalingPlan:

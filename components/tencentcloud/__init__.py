@@ -1,0 +1,1 @@
+"""The Tencent Cloud realizer: a ClusterPlan as Tencent Cloud resources, one small module per concern."""

@@ -1,0 +1,46 @@
+"""The nodes' CAM role: the checkpoint bucket and reporting their own health, nothing else."""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import tencentcloud_iac_pulumi as tencentcloud
+
+from components.clouds.tencentcloud import bucket_appid
+from components.plan.model import ClusterPlan
+
+
+def node_policy(plan: ClusterPlan) -> dict:
+    """Least privilege: read/write one bucket; list the cluster's nodes and take a failed one out of its group."""
+    bucket = f"qcs::cos:{plan.region}:uid/{bucket_appid(plan.storage.bucket)}:{plan.storage.bucket}"
+    return {
+        "version": "2.0",
+        "statement": [
+            {"effect": "allow", "action": ["name/cos:GetBucket", "name/cos:HeadBucket"], "resource": [f"{bucket}/"]},
+            {"effect": "allow", "action": ["name/cos:GetObject", "name/cos:HeadObject", "name/cos:PutObject",
+                                           "name/cos:DeleteObject"], "resource": [f"{bucket}/*"]},
+            {"effect": "allow", "action": ["name/cvm:DescribeInstances", "name/as:DescribeAutoScalingInstances",
+                                           "name/as:RemoveInstances"], "resource": ["*"]},
+        ],
+    }
+
+
+class TcIdentity(pulumi.ComponentResource):
+    """Role CVM assumes, its one policy, and the attachment of the two."""
+
+    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gpufleet:tencentcloud:Identity", f"{name}-identity", None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        trust = {"version": "2.0", "statement": [
+            {"action": "name/sts:AssumeRole", "effect": "allow", "principal": {"service": ["cvm.qcloud.com"]}}]}
+        # The role CVM assumes for the nodes.
+        self.role = tencentcloud.cam.Role(f"{name}-node-role", name=f"{name}-node", document=json.dumps(trust),
+                                          console_login=False, tags=plan.tag_map, opts=child)
+        # Its only permissions.
+        policy = tencentcloud.cam.Policy(f"{name}-node-policy", name=f"{name}-node",
+                                         document=json.dumps(node_policy(plan)), opts=child)
+        # The policy on the role.
+        tencentcloud.cam.RolePolicyAttachment(f"{name}-node-policy-attachment", role_id=self.role.id,
+                                              policy_id=policy.id, opts=child)
+        self.register_outputs({"roleName": self.role.name})
