@@ -16,6 +16,7 @@ from components.clouds.base import (CAPACITY_BLOCK, GPU_UTIL_SCALING, RESERVATIO
 from components.errors import Problem, SpecError
 from components.spec import ClusterSpec, ShapeError, parse_spec
 from components.stackfile import CLUSTER_KEY
+from training.config import ConfigError, TrainConfig
 
 # Addresses a cloud keeps in every subnet (AWS: network, router, DNS, future, broadcast).
 RESERVED_PER_SUBNET = 5
@@ -131,6 +132,38 @@ def autoscaling(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
                       "set standby to 0, or market.spotPercent to 0.")
 
 
+def job(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    """The training settings parse, and the global batch splits evenly at every node count the cluster can have."""
+    try:
+        config = TrainConfig.from_overrides(spec.job)
+    except ConfigError as error:
+        yield Problem(_at("job"), str(error), "correct the job setting (see `python -m training.train --help`).")
+        return
+    row = catalog.lookup(spec.cloud, spec.instance_type)
+    if row is None:
+        return
+    ranks = ranks_per_node(spec, row)
+    if spec.ranks_per_node and row.gpus and spec.ranks_per_node > row.gpus:
+        yield Problem(_at("ranksPerNode"), f"{spec.ranks_per_node} ranks but {row.name} has {row.gpus} GPUs.",
+                      f"use at most {row.gpus}, or leave it unset for one rank per GPU.")
+    counts = spec.counts
+    if not counts.min <= counts.desired <= counts.max:
+        return
+    sizes = sorted({counts.min, counts.desired, counts.max})
+    uneven = [n for n in sizes if config.global_batch % (config.micro_batch * n * ranks)]
+    if uneven:
+        yield Problem(_at("job.globalBatch"),
+                      f"{config.global_batch} sequences do not split evenly over {config.micro_batch} per rank x "
+                      f"{ranks} ranks x {', '.join(map(str, uneven))} node(s).",
+                      "set job.globalBatch to a multiple of microBatch x ranks per node x the node counts "
+                      f"{', '.join(map(str, sizes))} (or lower job.microBatch).")
+
+
+def ranks_per_node(spec: ClusterSpec, row: catalog.InstanceType) -> int:
+    """Training processes per node: the stack's choice, else one per GPU, else two on CPU-only nodes."""
+    return spec.ranks_per_node or row.gpus or 2
+
+
 def unsupported(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
     m = spec.market
     asked = {
@@ -147,7 +180,9 @@ def unsupported(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
                           "remove the setting or choose another cloud.")
 
 
-RULES: tuple[Rule, ...] = (region_and_zone, instance_type, node_counts, market, fabric, network, autoscaling,
+
+
+RULES: tuple[Rule, ...] = (region_and_zone, instance_type, node_counts, market, fabric, network, autoscaling, job,
                            unsupported)
 
 

@@ -56,6 +56,9 @@ class Network(_Model):
     nccl_port_range: str | None = Field(
         None, description='Pin NCCL ports to "LO-HI" and open only those (plus rendezvous) inside the cluster.')
     ssh_cidrs: tuple[str, ...] = Field((), description="CIDRs allowed to SSH in; none by default.")
+    allow_internet: bool = Field(
+        False, description="Opt in to rules open to the whole internet (0.0.0.0/0 in sshCidrs); policy rejects "
+                           "such rules otherwise.")
     rendezvous_port: int = Field(29400, ge=1024, le=65535, description="torchrun c10d rendezvous port on the head.")
     anti_affinity: bool = Field(False, description="Spread nodes over hosts (Tencent spread placement group).")
 
@@ -130,7 +133,10 @@ class ClusterSpec(_Model):
     network: Network = Network()
     autoscaling: Autoscaling = Autoscaling()
     storage: Storage = Storage()
-    job: dict[str, Any] = Field(default_factory=dict, description="Overrides of the training job's settings.")
+    ranks_per_node: int | None = Field(None, ge=1, description="Training processes per node; default: one per GPU "
+                                       "(two on CPU-only local nodes).")
+    job: dict[str, Any] = Field(default_factory=dict, description="Overrides of the training job's settings "
+                                "(any `python -m training.train --help` setting, camelCase).")
     tags: dict[str, str] = Field(default_factory=dict, description="Extra tags on every resource.")
 
     @property

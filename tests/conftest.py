@@ -14,6 +14,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 AWS_P5 = {
+    "job": {"microBatch": 16, "globalBatch": 1024},
     "cloud": "aws",
     "zone": "us-east-1a",
     "instanceType": "p5.48xlarge",

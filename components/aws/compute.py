@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 
 import pulumi
 import pulumi_aws as aws
@@ -72,7 +73,8 @@ class AwsCompute(pulumi.ComponentResource):
         # Launch template of one role: IMDSv2 only, encrypted gp3 root, the fabric's interfaces.
         return aws.ec2.LaunchTemplate(
             f"{name}-{role.role}-lt", image_id=plan.image.ref, instance_type=plan.instance.name,
-            user_data=base64.b64encode(role.user_data.encode()).decode(),
+            # gzip keeps the cloud-config under EC2's 16 KB; cloud-init unpacks it. mtime=0: same bytes every run.
+            user_data=base64.b64encode(gzip.compress(role.user_data.encode(), mtime=0)).decode(),
             iam_instance_profile={"arn": self._profile_arn},
             metadata_options={"http_tokens": "required", "http_endpoint": "enabled",
                               "http_put_response_hop_limit": 2, "instance_metadata_tags": "enabled"},

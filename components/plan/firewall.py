@@ -5,12 +5,16 @@ from __future__ import annotations
 from components.plan.model import FirewallRule
 
 ANYWHERE = "0.0.0.0/0"
+OPEN = (ANYWHERE, "::/0")
 SSH_PORT = 22
 ALL_PORTS = (0, 65535)
+# Written into the description of a rule open to the internet when the stack opted in; policy looks for it.
+INTERNET_OPT_IN = "open to the internet by network.allowInternet"
 
 
 def plan_firewall(fabric: str, port_range: tuple[int, int] | None, rendezvous_port: int,
-                  metrics_ports: tuple[int, ...], ssh_cidrs: tuple[str, ...]) -> tuple[FirewallRule, ...]:
+                  metrics_ports: tuple[int, ...], ssh_cidrs: tuple[str, ...],
+                  allow_internet: bool = False) -> tuple[FirewallRule, ...]:
     """Open everything between members unless a TCP cluster pins NCCL to a port range.
 
     RDMA-style fabrics (EFA, eRDMA, RDMA) need all traffic between members in both directions (EFA fails with
@@ -25,7 +29,9 @@ def plan_firewall(fabric: str, port_range: tuple[int, int] | None, rendezvous_po
                   FirewallRule("ingress", "tcp", rendezvous_port, rendezvous_port, "self", "torchrun c10d rendezvous"),
                   *(FirewallRule("ingress", "tcp", port, port, "self", "metrics scrape") for port in metrics_ports),
                   FirewallRule("egress", "tcp", *ALL_PORTS, "self", "connections to cluster members")]
-    outside = [FirewallRule("ingress", "tcp", SSH_PORT, SSH_PORT, cidr, "SSH from an allowed network")
+    opted_in = f"SSH, {INTERNET_OPT_IN}"
+    outside = [FirewallRule("ingress", "tcp", SSH_PORT, SSH_PORT, cidr,
+                            opted_in if allow_internet and cidr in OPEN else "SSH from an allowed network")
                for cidr in ssh_cidrs]
     egress = [FirewallRule("egress", "tcp", 443, 443, ANYWHERE, "HTTPS: object storage, package and driver repos"),
               FirewallRule("egress", "tcp", 80, 80, ANYWHERE, "HTTP: package mirrors")]

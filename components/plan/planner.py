@@ -16,6 +16,7 @@ from components.plan.firewall import plan_firewall
 from components.plan.model import ClusterPlan, ImagePlan, MarketPlan, RolePlan, ScalingPlan, StoragePlan
 from components.plan.network import plan_network
 from components.plan.userdata import role_user_data
+from components.rules import ranks_per_node
 from components.spec import ClusterSpec
 
 METRICS_PORTS = (9100, 9400)
@@ -83,18 +84,17 @@ def plan(spec: ClusterSpec, stack: str) -> ClusterPlan:
                           gpu_util_target=spec.autoscaling.gpu_util_target, standby=spec.autoscaling.standby)
     storage = _storage(spec, cloud, name)
     image = _image(spec)
-    nproc = max(row.gpus, 1) if spec.cloud != "local" else int(spec.job.get("nprocPerNode", 2))
+    nproc = ranks_per_node(spec, row)
     torchrun = _torchrun(spec, network.head_address, nproc, name)
     firewall = plan_firewall(fabric.kind, spec.network.port_range, spec.network.rendezvous_port, METRICS_PORTS,
-                             spec.network.ssh_cidrs)
+                             spec.network.ssh_cidrs, spec.network.allow_internet)
     tags = (("gpufleet:cluster", name), ("gpufleet:stack", stack), ("managed-by", "gpufleet"),
             *sorted(spec.tags.items()))
     roles = {role: RolePlan(role=role, spot=role == "worker" and market.uses_spot,
                             user_data=role_user_data(spec, cloud, row, role=role, name=name, fabric=fabric,
                                                      network=network, storage=storage, image=image, nproc=nproc,
                                                      spot=role == "worker" and market.uses_spot,
-                                                     job=job_args({k: v for k, v in spec.job.items()
-                                                                   if k != "nprocPerNode"}),
+                                                     job=job_args(spec.job),
                                                      metrics_ports=METRICS_PORTS))
              for role in ("head", "worker")}
     return ClusterPlan(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 from pathlib import Path
 
 import pytest
@@ -98,7 +99,7 @@ def test_imdsv2_encrypted_root_and_profile(stack):
         ebs = inputs["blockDeviceMappings"][0]["ebs"]
         assert ebs["encrypted"] == "true" and ebs["volumeType"] == "gp3"
         assert inputs["iamInstanceProfile"]["arn"].startswith("arn:")
-        assert base64.b64decode(inputs["userData"]).startswith(b"#cloud-config")
+        assert gzip.decompress(base64.b64decode(inputs["userData"])).startswith(b"#cloud-config")
 
 
 def test_one_subnet_one_zone_for_the_placement_group(stack):
@@ -122,7 +123,7 @@ def test_head_is_on_demand_at_the_fixed_address(stack):
     primary = head_template["inputs"]["networkInterfaces"][0]
     assert primary["privateIpAddress"] == plan.network.head_address == outputs["headAddress"]
     assert "instanceMarketOptions" not in head_template["inputs"] or plan.market.capacity_block
-    assert plan.network.head_address in base64.b64decode(head_template["inputs"]["userData"]).decode()
+    assert plan.network.head_address in gzip.decompress(base64.b64decode(head_template["inputs"]["userData"])).decode()
 
 
 def test_worker_group_bounds_and_market(stack):

@@ -183,3 +183,23 @@ def test_every_problem_is_listed_at_once(write_stack, aws_cluster):
     aws_cluster["network"] = {"ncclPortRange": "2-1"}
     found = problems_of(write_stack(aws_cluster))
     assert {p.path.rsplit(".", 1)[-1] for p in found} >= {"spotPercent", "zone", "ncclPortRange"}
+
+
+def test_unknown_job_setting(write_stack, aws_cluster):
+    aws_cluster["job"] = {"learningRate": 0.1}
+    problem = only_problem(write_stack(aws_cluster))
+    assert problem.path == "gpufleet:cluster.job" and "learningRate" in problem.message
+
+
+def test_global_batch_must_split_at_every_planned_size(write_stack, aws_cluster):
+    aws_cluster["job"] = {"microBatch": 16, "globalBatch": 512}
+    problem = only_problem(write_stack(aws_cluster))
+    assert problem.path == "gpufleet:cluster.job.globalBatch" and "8 node(s)" in problem.message
+    aws_cluster["job"] = {"microBatch": 16, "globalBatch": 1024}
+    spec_and_plan(load_stack_file(write_stack(aws_cluster)))
+
+
+def test_more_ranks_than_gpus(write_stack, aws_cluster):
+    aws_cluster.update(ranksPerNode=16, job={"microBatch": 1, "globalBatch": 1024})
+    problem = only_problem(write_stack(aws_cluster))
+    assert problem.path == "gpufleet:cluster.ranksPerNode" and "8 GPUs" in problem.message
