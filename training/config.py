@@ -77,6 +77,10 @@ class TrainConfig:
     resume: bool = _doc("Resume from the latest valid checkpoint in checkpoint_dir when one exists.", default=True)
     log_every: int = _doc("Read the loss back from the device and log metrics every N steps.", default=10)
     compile: str = _doc("torch.compile: 'auto' (on for CUDA, off for CPU), 'on' or 'off'.", default="auto")
+    compile_mode: str = _doc(
+        "torch.compile mode: 'default' or 'max-autotune-no-cudagraphs' (slower start, tuned matmuls).",
+        default="default",
+    )
     activation_checkpointing: bool = _doc(
         "Recompute each block's activations in backward to save memory.", default=False
     )
@@ -134,6 +138,7 @@ class TrainConfig:
             )
         for name, allowed in (("compile", ("auto", "on", "off")), ("dtype", ("auto", "bf16", "fp32")),
                               ("device", ("auto", "cuda", "cpu")),
+                              ("compile_mode", ("default", "max-autotune-no-cudagraphs")),
                               ("sdpa_backend", ("auto", "flash", "cudnn", "efficient"))):
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"Setting '{name}' must be one of {', '.join(allowed)} (got '{getattr(self, name)}').")

@@ -149,7 +149,7 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
                   gradient_as_bucket_view=True)
     step_fn = ddp or model
     if use_compile:
-        step_fn = torch.compile(step_fn)
+        step_fn = torch.compile(step_fn, mode=cfg.compile_mode)
     autocast = torch.autocast(device_type=d.device.type, dtype=torch.bfloat16, enabled=half)
 
     writer = MetricsWriter(Path(cfg.run_dir), d.is_main, cfg.steps, step, cfg.progress)
