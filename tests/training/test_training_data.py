@@ -7,7 +7,7 @@ from training.data import MemmapTokens, ShardedBatches, SyntheticTokens
 
 
 def _token_file(path, count=4000, vocab=256):
-    np.arange(count, dtype=np.uint16).__imod__(vocab).tofile(path)
+    (np.arange(count) % vocab).astype(np.uint16).tofile(path)
     return path
 
 
