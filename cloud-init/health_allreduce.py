@@ -28,7 +28,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=5, help="untimed all-reduces per size")
     p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     p.add_argument("--backend", default="nccl", choices=["nccl", "gloo"], help="gloo runs on CPU tensors")
-    p.add_argument("--min-busbw", type=float, default=0.0, help="GB/s the largest size must reach (0: report only)")
+    p.add_argument(
+        "--min-busbw", type=float, default=0.0, help="GB/s the largest size must reach (0: report only)"
+    )
     return p.parse_args(argv)
 
 
@@ -61,7 +63,7 @@ def main(argv: list[str]) -> int:
     dist.init_process_group(args.backend)
     rank, world = dist.get_rank(), dist.get_world_size()
     if args.backend == "nccl":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
     else:
         device = torch.device("cpu")
@@ -71,13 +73,30 @@ def main(argv: list[str]) -> int:
         size = mib << 20
         seconds = measure(size, dtype, device, args.iters, args.warmup)
         algbw = size / seconds / 1e9
-        results.append({"size_bytes": size, "time_ms": round(seconds * 1e3, 3),
-                        "algbw_gbps": round(algbw, 2), "busbw_gbps": round(algbw * bus_factor(world), 2)})
+        results.append(
+            {
+                "size_bytes": size,
+                "time_ms": round(seconds * 1e3, 3),
+                "algbw_gbps": round(algbw, 2),
+                "busbw_gbps": round(algbw * bus_factor(world), 2),
+            }
+        )
     busbw = results[-1]["busbw_gbps"]
     ok = busbw >= args.min_busbw
     if rank == 0:
-        print(json.dumps({"world_size": world, "backend": args.backend, "dtype": args.dtype, "results": results,
-                          "busbw_gbps": busbw, "min_busbw_gbps": args.min_busbw, "ok": ok}))
+        print(
+            json.dumps(
+                {
+                    "world_size": world,
+                    "backend": args.backend,
+                    "dtype": args.dtype,
+                    "results": results,
+                    "busbw_gbps": busbw,
+                    "min_busbw_gbps": args.min_busbw,
+                    "ok": ok,
+                }
+            )
+        )
     dist.destroy_process_group()
     return 0 if ok or rank != 0 else 1
 

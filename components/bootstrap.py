@@ -78,7 +78,9 @@ class NodeBootstrap:
     prometheus_port: int  # head only
     grafana_port: int  # head only
     local: bool  # local mode: no driver install, no sysctl outside the namespace, fake metadata, paths under a node root
-    scrape_targets: tuple[str, ...] = ()  # head only: node addresses Prometheus scrapes besides those discovered by tag
+    scrape_targets: tuple[
+        str, ...
+    ] = ()  # head only: node addresses Prometheus scrapes besides those discovered by tag
 
 
 @dataclass(frozen=True)
@@ -172,7 +174,9 @@ def node_files(node: NodeBootstrap) -> list[NodeFile]:
         for p in sorted((CLOUD_INIT / "bin").iterdir())
         if p.name not in skip
     ]
-    files.append(NodeFile(f"{BIN}/health_allreduce.py", (CLOUD_INIT / "health_allreduce.py").read_bytes(), "0755"))
+    files.append(
+        NodeFile(f"{BIN}/health_allreduce.py", (CLOUD_INIT / "health_allreduce.py").read_bytes(), "0755")
+    )
     files.append(NodeFile(f"{ETC}/node.env", node_env(node).encode()))
     files.append(NodeFile(f"{ETC}/nccl.env", nccl_env(node).encode()))
     if node.port_range:
@@ -186,8 +190,12 @@ def node_files(node: NodeBootstrap) -> list[NodeFile]:
     if node.gpus:
         files.append(NodeFile(f"{ETC}/dcgm-counters.csv", (MONITORING / "dcgm-counters.csv").read_bytes()))
     if head:
-        prometheus = jinja2.Template((MONITORING / "prometheus.yml.j2").read_text(), keep_trailing_newline=True)
-        files.append(NodeFile(f"{ETC}/prometheus.yml", prometheus.render(cluster=json.dumps(node.cluster)).encode()))
+        prometheus = jinja2.Template(
+            (MONITORING / "prometheus.yml.j2").read_text(), keep_trailing_newline=True
+        )
+        files.append(
+            NodeFile(f"{ETC}/prometheus.yml", prometheus.render(cluster=json.dumps(node.cluster)).encode())
+        )
         dashboard = json.loads((MONITORING / "gpufleet-dashboard.json").read_text())
         compact = json.dumps(dashboard, separators=(",", ":"), sort_keys=True) + "\n"
         files.append(NodeFile(f"{ETC}/dashboards/gpufleet.json", compact.encode()))
@@ -195,7 +203,12 @@ def node_files(node: NodeBootstrap) -> list[NodeFile]:
 
 
 def _units(node: NodeBootstrap) -> list[str]:
-    units = ["gpufleet-gate.service", "gpufleet-train.service", "gpufleet-ckpt-sync.service", "gpufleet-monitor.service"]
+    units = [
+        "gpufleet-gate.service",
+        "gpufleet-train.service",
+        "gpufleet-ckpt-sync.service",
+        "gpufleet-monitor.service",
+    ]
     if node.spot:
         units.append("gpufleet-spot.service")
     if node.role == "head":
@@ -211,7 +224,9 @@ def render_user_data(node: NodeBootstrap) -> str:
     """The complete #cloud-config text for this role; equal input gives equal output."""
     enabled = [u for u in _units(node) if u.endswith(".timer") or not _started_by_timer(u, node)]
     template = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(CLOUD_INIT), keep_trailing_newline=True, undefined=jinja2.StrictUndefined
+        loader=jinja2.FileSystemLoader(CLOUD_INIT),
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
     ).get_template("user-data.yaml.j2")
     return template.render(
         node=node,
@@ -259,4 +274,3 @@ def install_files(user_data: str, root: Path) -> Path:
         target.write_bytes(f.content)
         target.chmod(int(f.mode, 8))
     return root / ENTRY.lstrip("/")
-

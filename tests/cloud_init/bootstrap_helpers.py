@@ -18,6 +18,11 @@ def tool(name: str) -> str | None:
 
 def run(cmd, root: Path, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     """Run a node script in local mode under root, with the virtualenv's torchrun and python first on PATH."""
-    full = {"PATH": f"{VENV_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "GPUFLEET_ROOT": str(root)}
+    full = {
+        "PATH": f"{VENV_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "GPUFLEET_ROOT": str(root),
+    }
     full.update(env or {})
-    return subprocess.run([str(c) for c in cmd], env=full, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [str(c) for c in cmd], env=full, check=False, capture_output=True, text=True, timeout=timeout
+    )

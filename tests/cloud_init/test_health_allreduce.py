@@ -15,9 +15,26 @@ pytest.importorskip("torch")
 
 
 def allreduce(procs: int, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={procs}", str(SCRIPT),
-           "--backend", "gloo", "--dtype", "float32", "--sizes-mib", "1,2", "--iters", "2", "--warmup", "1", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={procs}",
+        str(SCRIPT),
+        "--backend",
+        "gloo",
+        "--dtype",
+        "float32",
+        "--sizes-mib",
+        "1,2",
+        "--iters",
+        "2",
+        "--warmup",
+        "1",
+        *args,
+    ]
+    return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=180)
 
 
 def test_reports_algbw_and_busbw_per_size():
@@ -28,7 +45,9 @@ def test_reports_algbw_and_busbw_per_size():
     assert [r["size_bytes"] for r in report["results"]] == [1 << 20, 2 << 20]
     for r in report["results"]:
         assert r["busbw_gbps"] == pytest.approx(r["algbw_gbps"] * 4 / 3, abs=0.02)
-        assert r["algbw_gbps"] == pytest.approx(r["size_bytes"] / (r["time_ms"] / 1e3) / 1e9, rel=0.05, abs=0.01)
+        assert r["algbw_gbps"] == pytest.approx(
+            r["size_bytes"] / (r["time_ms"] / 1e3) / 1e9, rel=0.05, abs=0.01
+        )
     assert report["busbw_gbps"] == report["results"][-1]["busbw_gbps"]
 
 

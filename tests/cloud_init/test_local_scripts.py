@@ -13,7 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
 from bootstrap_cases import CASES
 from bootstrap_helpers import run
 
@@ -70,11 +69,20 @@ def local_node(tmp_path, node_root):
     code_uri, sha = bundle(tmp_path)
 
     def install(**changes):
-        base = {"head_address": "127.0.0.1", "checkpoint_dir": "/ckpt", "code_uri": code_uri, "code_sha256": sha,
-                "checkpoint_uri": f"file://{tmp_path}/bucket/ckpt", "spot": False}
+        base = {
+            "head_address": "127.0.0.1",
+            "checkpoint_dir": "/ckpt",
+            "code_uri": code_uri,
+            "code_sha256": sha,
+            "checkpoint_uri": f"file://{tmp_path}/bucket/ckpt",
+            "spot": False,
+        }
         node = replace(LOCAL, **(base | changes))
         root, entry = node_root(node)
-        env = {"GPUFLEET_TEST": str(test), "PATH": f"{fake_bin}:" + run(["printenv", "PATH"], root).stdout.strip()}
+        env = {
+            "GPUFLEET_TEST": str(test),
+            "PATH": f"{fake_bin}:" + run(["printenv", "PATH"], root).stdout.strip(),
+        }
         return root, entry, env
 
     return install
@@ -108,10 +116,12 @@ def test_gate_passes_when_probes_match(local_node):
 def test_fabric_pins_the_port_range_inside_the_namespace(local_node):
     root, entry, env = local_node(port_range=(50000, 51000))
     fabric = entry.parent / "gpufleet-fabric"
-    probe = subprocess.run(["unshare", "-n", "true"], capture_output=True)
+    probe = subprocess.run(["unshare", "-n", "true"], check=False, capture_output=True)
     if probe.returncode != 0:
         pytest.skip("needs root for a private network namespace (unshare -n)")
-    result = run(["unshare", "-n", "bash", "-c", f"{fabric} && sysctl -n net.ipv4.ip_local_port_range"], root, env)
+    result = run(
+        ["unshare", "-n", "bash", "-c", f"{fabric} && sysctl -n net.ipv4.ip_local_port_range"], root, env
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["50000", "51000"]
     conf = (root / "etc/sysctl.d/60-gpufleet-ports.conf").read_text()
@@ -126,9 +136,18 @@ def test_train_verifies_the_bundle_pulls_the_checkpoint_and_starts_torchrun(loca
     assert result.returncode == 0, result.stderr
     args = (tmp_path / "test/args").read_text().splitlines()
     assert args == [
-        "--nnodes=2:2", "--nproc-per-node=1", "--rdzv-backend=c10d", "--rdzv-endpoint=127.0.0.1:29400",
-        "--rdzv-id=local", "--local-addr=127.0.0.1", "-m", "training.train", "--checkpoint-dir", f"{root}/ckpt",
-        "--steps", "20",
+        "--nnodes=2:2",
+        "--nproc-per-node=1",
+        "--rdzv-backend=c10d",
+        "--rdzv-endpoint=127.0.0.1:29400",
+        "--rdzv-id=local",
+        "--local-addr=127.0.0.1",
+        "-m",
+        "training.train",
+        "--checkpoint-dir",
+        f"{root}/ckpt",
+        "--steps",
+        "20",
     ]
     cwd, ifname = (tmp_path / "test/env").read_text().splitlines()
     assert (Path(cwd) / "training/train.py").exists()
@@ -139,7 +158,8 @@ def test_train_verifies_the_bundle_pulls_the_checkpoint_and_starts_torchrun(loca
 def test_train_refuses_a_bundle_with_the_wrong_hash(local_node, tmp_path):
     root, entry, env = local_node()
     (root / "etc/gpufleet/node.env").write_text(
-        (root / "etc/gpufleet/node.env").read_text().replace("GF_CODE_SHA256='", "GF_CODE_SHA256='00"))
+        (root / "etc/gpufleet/node.env").read_text().replace("GF_CODE_SHA256='", "GF_CODE_SHA256='00")
+    )
     result = run([entry.parent / "gpufleet-train"], root, env)
     assert result.returncode == 1
     assert "does not match its sha256" in result.stderr
@@ -175,18 +195,24 @@ class FakeMetadata(http.server.BaseHTTPRequestHandler):
 
 @pytest.mark.parametrize("style", ["aws", "alicloud"])
 def test_spot_notice_checkpoints_syncs_and_leaves(local_node, tmp_path, style):
-    handler = type("Handler", (FakeMetadata,), {
-        "ready": tmp_path / "test/worker-ready",
-        "token": "tok-123" if style == "aws" else None,
-        "empty_means_none": style == "alicloud",
-    })
+    handler = type(
+        "Handler",
+        (FakeMetadata,),
+        {
+            "ready": tmp_path / "test/worker-ready",
+            "token": "tok-123" if style == "aws" else None,
+            "empty_means_none": style == "alicloud",
+        },
+    )
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_port}"
     try:
         root, entry, env = local_node(
-            spot=True, spot_notice_url=f"{url}/latest/meta-data/spot/instance-action",
-            imds_token_url=f"{url}/latest/api/token" if style == "aws" else "")
+            spot=True,
+            spot_notice_url=f"{url}/latest/meta-data/spot/instance-action",
+            imds_token_url=f"{url}/latest/api/token" if style == "aws" else "",
+        )
         node_env = root / "etc/gpufleet/node.env"
         node_env.write_text(node_env.read_text().replace("GF_SPOT_POLL_S='5'", "GF_SPOT_POLL_S='0.2'"))
         result = run([entry, "start"], root, env | {"GPUFLEET_TEST_WORKER": "1"}, timeout=60)
