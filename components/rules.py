@@ -11,8 +11,15 @@ from collections.abc import Callable, Iterable
 
 from components import catalog
 from components.clouds import profile
-from components.clouds.base import (CAPACITY_BLOCK, GPU_UTIL_SCALING, RESERVATION, SPOT, SPOT_MIX, WARM_POOL,
-                                    CloudProfile)
+from components.clouds.base import (
+    CAPACITY_BLOCK,
+    GPU_UTIL_SCALING,
+    RESERVATION,
+    SPOT,
+    SPOT_MIX,
+    WARM_POOL,
+    CloudProfile,
+)
 from components.errors import Problem, SpecError
 from components.spec import ClusterSpec, ShapeError, parse_spec
 from components.stackfile import CLUSTER_KEY

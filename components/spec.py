@@ -42,7 +42,8 @@ class Market(_Model):
     on_demand_base: int = Field(1, ge=0, description="Nodes always on-demand, the head node included.")
     spot_percent: int = Field(0, description="Share of nodes above the base that run on spot, 0-100.")
     spot_strategy: SpotStrategy = Field("price-capacity-optimized", description="How spot pools are picked.")
-    max_spot_price: float | None = Field(None, gt=0, description="Highest USD/h per node paid for spot; unset: the on-demand price.")
+    max_spot_price: float | None = Field(None, gt=0,
+                                         description="Highest USD/h per node paid for spot; unset: the on-demand price.")
     reservation_id: str | None = Field(None, description="Capacity reservation (AWS `cr-...`) the nodes launch into.")
     capacity_block: bool = Field(False, description="The reservation is an AWS Capacity Block for ML.")
     international_account: bool = Field(False, description="Tencent Cloud international account (no spot there).")
@@ -128,7 +129,8 @@ class ClusterSpec(_Model):
     zone: str = Field("local", description="The one zone every node and the placement group live in.")
     instance_type: str = Field(description="Instance type, a row of the catalog for this cloud.")
     image: str = Field("auto", description="Machine image; `auto` is the cloud's GPU deep-learning image.")
-    nodes: Annotated[int, Field(ge=1)] | NodeCounts = Field(description="Node count, or {min, desired, max} for an elastic cluster.")
+    nodes: Annotated[int, Field(ge=1)] | NodeCounts = Field(
+        description="Node count, or {min, desired, max} for an elastic cluster.")
     market: Market = Market()
     network: Network = Network()
     autoscaling: Autoscaling = Autoscaling()
@@ -223,7 +225,7 @@ def _without(data: dict[str, Any], loc: tuple[Any, ...]) -> None:
 class ShapeError(SpecError):
     """Shape problems, plus the spec that the rest of the stack makes once the bad keys are dropped (if any)."""
 
-    def __init__(self, problems: list[Problem], partial: "ClusterSpec | None") -> None:
+    def __init__(self, problems: list[Problem], partial: ClusterSpec | None) -> None:
         self.partial = partial
         super().__init__(problems)
 

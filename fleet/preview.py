@@ -64,7 +64,7 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
         self.records: list[dict[str, Any]] = []
         self.outputs: dict[str, Any] = {}
 
-    def RegisterResource(self, request):  # noqa: N802 - the gRPC method name
+    def RegisterResource(self, request):
         if request.type != "pulumi:pulumi:Stack":
             inputs = pulumi.runtime.rpc.deserialize_properties(request.object, keep_unknowns=True)
             self.records.append({"type": request.type, "name": request.name, "parent": _short(request.parent),

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from components.errors import Problem
@@ -37,4 +38,4 @@ class CloudProfile:
     unsupported: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     pulumi_provider: str = ""
     # Rules only this cloud needs (e.g. spot inside a deployment set); run after the common ones.
-    rules: tuple[Callable[["ClusterSpec", "CloudProfile"], Iterable["Problem"]], ...] = ()
+    rules: tuple[Callable[[ClusterSpec, CloudProfile], Iterable[Problem]], ...] = ()

@@ -55,7 +55,8 @@ def test_efa_interfaces_match_the_catalog(stack):
 def test_no_public_ip_and_a_nat_path(stack):
     _, _, resources, _ = stack
     for template in of_type(resources, "LaunchTemplate"):
-        assert all(n.get("associatePublicIpAddress") in (None, "false") for n in template["inputs"]["networkInterfaces"])
+        nics = template["inputs"]["networkInterfaces"]
+        assert all(n.get("associatePublicIpAddress") in (None, "false") for n in nics)
     assert len(of_type(resources, "NatGateway")) == 1
     private = next(r for r in of_type(resources, "ec2/subnet:Subnet") if r["name"].endswith("private"))
     assert private["inputs"]["mapPublicIpOnLaunch"] is False
@@ -78,7 +79,8 @@ def test_port_range_opens_only_range_and_rendezvous(stack):
     if spec.network.port_range is None:
         pytest.skip("stack does not pin NCCL ports")
     low, high = spec.network.port_range
-    ingress = [r["inputs"] for r in of_type(resources, "SecurityGroupIngressRule") if "referencedSecurityGroupId" in r["inputs"]]
+    ingress = [r["inputs"] for r in of_type(resources, "SecurityGroupIngressRule")
+               if "referencedSecurityGroupId" in r["inputs"]]
     assert all(r["ipProtocol"] == "tcp" for r in ingress)
     assert {(r["fromPort"], r["toPort"]) for r in ingress} >= {(low, high), (29400, 29400)}
     assert all(r["toPort"] - r["fromPort"] <= high - low for r in ingress)
