@@ -42,8 +42,8 @@ class Market(_Model):
     on_demand_base: int = Field(1, ge=0, description="Nodes always on-demand, the head node included.")
     spot_percent: int = Field(0, description="Share of nodes above the base that run on spot, 0-100.")
     spot_strategy: SpotStrategy = Field("price-capacity-optimized", description="How spot pools are picked.")
-    max_spot_price: float | None = Field(None, gt=0,
-                                         description="Highest USD/h per node paid for spot; unset: the on-demand price.")
+    max_spot_price: float | None = Field(
+        None, gt=0, description="Highest USD/h per node paid for spot; unset: the on-demand price.")
     reservation_id: str | None = Field(None, description="Capacity reservation (AWS `cr-...`) the nodes launch into.")
     capacity_block: bool = Field(False, description="The reservation is an AWS Capacity Block for ML.")
     international_account: bool = Field(False, description="Tencent Cloud international account (no spot there).")
