@@ -73,14 +73,19 @@ class NodeBootstrap:
     busbw_min_gbps: float  # health gate: minimum all-reduce bus bandwidth in GB/s (nccl-tests unit); 0 = skip
     driver_version: str  # pinned NVIDIA driver, e.g. "570.133.20"
     cuda_version: str  # pinned CUDA, e.g. "12.8"
-    plain_image: bool  # True: install the pinned driver/CUDA (and fabric stack); False: the cloud's DL image, verify only
+    plain_image: (
+        bool  # True: install the pinned driver/CUDA (and fabric stack); False: the cloud's DL image, verify only
+    )
     metrics_ports: tuple[int, int]  # (node exporter, dcgm exporter)
     prometheus_port: int  # head only
     grafana_port: int  # head only
-    local: bool  # local mode: no driver install, no sysctl outside the namespace, fake metadata, paths under a node root
-    scrape_targets: tuple[
-        str, ...
-    ] = ()  # head only: node addresses Prometheus scrapes besides those discovered by tag
+    local: (
+        bool  # local mode: no driver install, no sysctl outside the namespace, fake metadata, paths under a node root
+    )
+    # head only: node addresses Prometheus scrapes besides the nodes it discovers by their gpufleet:cluster tag
+    scrape_targets: tuple[str, ...] = ()
+    # pip requirements of the job (e.g. "torch==2.13.0"), installed into /opt/gpufleet/venv; () = the image's python
+    pip_packages: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,7 @@ def node_env(node: NodeBootstrap) -> str:
         "prometheus_port": node.prometheus_port,
         "grafana_port": node.grafana_port,
         "scrape_targets": node.scrape_targets,
+        "pip_packages": node.pip_packages,
         "local": node.local,
         **{f"{name}_image": image for name, image in IMAGES.items()},
     }
@@ -174,9 +180,7 @@ def node_files(node: NodeBootstrap) -> list[NodeFile]:
         for p in sorted((CLOUD_INIT / "bin").iterdir())
         if p.name not in skip
     ]
-    files.append(
-        NodeFile(f"{BIN}/health_allreduce.py", (CLOUD_INIT / "health_allreduce.py").read_bytes(), "0755")
-    )
+    files.append(NodeFile(f"{BIN}/health_allreduce.py", (CLOUD_INIT / "health_allreduce.py").read_bytes(), "0755"))
     files.append(NodeFile(f"{ETC}/node.env", node_env(node).encode()))
     files.append(NodeFile(f"{ETC}/nccl.env", nccl_env(node).encode()))
     if node.port_range:
@@ -190,12 +194,8 @@ def node_files(node: NodeBootstrap) -> list[NodeFile]:
     if node.gpus:
         files.append(NodeFile(f"{ETC}/dcgm-counters.csv", (MONITORING / "dcgm-counters.csv").read_bytes()))
     if head:
-        prometheus = jinja2.Template(
-            (MONITORING / "prometheus.yml.j2").read_text(), keep_trailing_newline=True
-        )
-        files.append(
-            NodeFile(f"{ETC}/prometheus.yml", prometheus.render(cluster=json.dumps(node.cluster)).encode())
-        )
+        prometheus = jinja2.Template((MONITORING / "prometheus.yml.j2").read_text(), keep_trailing_newline=True)
+        files.append(NodeFile(f"{ETC}/prometheus.yml", prometheus.render(cluster=json.dumps(node.cluster)).encode()))
         dashboard = json.loads((MONITORING / "gpufleet-dashboard.json").read_text())
         compact = json.dumps(dashboard, separators=(",", ":"), sort_keys=True) + "\n"
         files.append(NodeFile(f"{ETC}/dashboards/gpufleet.json", compact.encode()))

@@ -10,6 +10,8 @@ export ROOT ETC STATE RUN BIN
 # shellcheck source=/dev/null
 . "$ETC/node.env"
 CKPT="$ROOT$GF_CHECKPOINT_DIR"
+[ ! -d "$ROOT/opt/gpufleet/venv/bin" ] || PATH="$ROOT/opt/gpufleet/venv/bin:$PATH"
+export PATH
 export CKPT
 mkdir -p "$STATE" "$RUN"
 

@@ -46,6 +46,7 @@ P5_HEAD = NodeBootstrap(
     prometheus_port=9090,
     grafana_port=3000,
     local=False,
+    pip_packages=("torch==2.13.0", "numpy>=1.26"),
 )
 
 CASES: dict[str, NodeBootstrap] = {

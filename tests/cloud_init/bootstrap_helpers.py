@@ -23,6 +23,4 @@ def run(cmd, root: Path, env: dict | None = None, timeout: float = 60) -> subpro
         "GPUFLEET_ROOT": str(root),
     }
     full.update(env or {})
-    return subprocess.run(
-        [str(c) for c in cmd], env=full, check=False, capture_output=True, text=True, timeout=timeout
-    )
+    return subprocess.run([str(c) for c in cmd], env=full, check=False, capture_output=True, text=True, timeout=timeout)

@@ -12,7 +12,7 @@ for path in (HERE.parents[1], HERE):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from components.bootstrap import install_files, render_user_data
+from components.bootstrap import install_files, render_user_data  # noqa: E402
 
 
 @pytest.fixture

@@ -45,9 +45,7 @@ def test_reports_algbw_and_busbw_per_size():
     assert [r["size_bytes"] for r in report["results"]] == [1 << 20, 2 << 20]
     for r in report["results"]:
         assert r["busbw_gbps"] == pytest.approx(r["algbw_gbps"] * 4 / 3, abs=0.02)
-        assert r["algbw_gbps"] == pytest.approx(
-            r["size_bytes"] / (r["time_ms"] / 1e3) / 1e9, rel=0.05, abs=0.01
-        )
+        assert r["algbw_gbps"] == pytest.approx(r["size_bytes"] / (r["time_ms"] / 1e3) / 1e9, rel=0.05, abs=0.01)
     assert report["busbw_gbps"] == report["results"][-1]["busbw_gbps"]
 
 

@@ -59,7 +59,7 @@ def bundle(tmp: Path) -> tuple[str, str]:
 
 @pytest.fixture
 def local_node(tmp_path, node_root):
-    """install(**changes) -> (root, entry, env): a local node with a real bundle, a file:// bucket and a fake torchrun."""
+    """install(**changes) -> (root, entry, env): a local node, a real bundle, a file:// bucket, a fake torchrun."""
     test = tmp_path / "test"
     fake_bin = test / "bin"
     fake_bin.mkdir(parents=True)
@@ -119,9 +119,7 @@ def test_fabric_pins_the_port_range_inside_the_namespace(local_node):
     probe = subprocess.run(["unshare", "-n", "true"], check=False, capture_output=True)
     if probe.returncode != 0:
         pytest.skip("needs root for a private network namespace (unshare -n)")
-    result = run(
-        ["unshare", "-n", "bash", "-c", f"{fabric} && sysctl -n net.ipv4.ip_local_port_range"], root, env
-    )
+    result = run(["unshare", "-n", "bash", "-c", f"{fabric} && sysctl -n net.ipv4.ip_local_port_range"], root, env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["50000", "51000"]
     conf = (root / "etc/sysctl.d/60-gpufleet-ports.conf").read_text()

@@ -39,9 +39,7 @@ def test_valid_for_cloud_init(name, tmp_path):
         pytest.skip("cloud-init is not installed (apt-get install cloud-init); CI installs it")
     path = tmp_path / "user-data"
     path.write_text(render_user_data(CASES[name]))
-    result = subprocess.run(
-        [binary, "schema", "--config-file", str(path)], check=False, capture_output=True, text=True
-    )
+    result = subprocess.run([binary, "schema", "--config-file", str(path)], check=False, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -59,9 +57,7 @@ def test_shell_is_clean(name, tmp_path):
         if shell or f.path == "/etc/gpufleet/node.env":
             scripts.append(str(target))
     assert len(scripts) >= 10
-    result = subprocess.run(
-        [shellcheck, "-x", "-s", "bash", *scripts], check=False, capture_output=True, text=True
-    )
+    result = subprocess.run([shellcheck, "-x", "-s", "bash", *scripts], check=False, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
 
 
@@ -101,9 +97,7 @@ def test_settings_are_rendered_and_no_secret_is():
     assert "GF_PORT_RANGE='50000 51000'" in env
     assert "GF_NNODES='2:16'" in env
     assert "GF_JOB_ARGS=('--steps' '500')" in env
-    assert files["/etc/sysctl.d/60-gpufleet-ports.conf"].endswith(
-        "net.ipv4.ip_local_port_range = 50000 51000\n"
-    )
+    assert files["/etc/sysctl.d/60-gpufleet-ports.conf"].endswith("net.ipv4.ip_local_port_range = 50000 51000\n")
     assert files["/etc/gpufleet/nccl.env"].splitlines()[1:] == ["NCCL_SOCKET_IFNAME=ens5"]
     for name, case in CASES.items():
         text = render_user_data(case).lower()
@@ -112,14 +106,10 @@ def test_settings_are_rendered_and_no_secret_is():
 
 
 def test_head_ships_prometheus_and_the_dashboard():
-    files = {
-        f.path: f.content for f in user_data_files(render_user_data(CASES["tencentcloud-hccpnv4h-rdma"]))
-    }
+    files = {f.path: f.content for f in user_data_files(render_user_data(CASES["tencentcloud-hccpnv4h-rdma"]))}
     prometheus = yaml.safe_load(files["/etc/gpufleet/prometheus.yml"])
     assert prometheus["global"]["external_labels"]["cluster"] == "tc-a100"
     assert {job["job_name"] for job in prometheus["scrape_configs"]} == {"node", "dcgm"}
     assert b"DCGM_FI_PROF_NVLINK_TX_BYTES" in files["/etc/gpufleet/dashboards/gpufleet.json"]
     worker = {f.path for f in user_data_files(render_user_data(CASES["aws-p5-worker-spot"]))}
-    assert (
-        "/etc/gpufleet/prometheus.yml" not in worker and "/opt/gpufleet/bin/gpufleet-discover" not in worker
-    )
+    assert "/etc/gpufleet/prometheus.yml" not in worker and "/opt/gpufleet/bin/gpufleet-discover" not in worker
