@@ -1,0 +1,74 @@
+"""Combinations Alibaba Cloud cannot build fail in the spec, naming the field and the fix."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from components.errors import SpecError
+from components.stackfile import load_stack_file
+from fleet.stacks import spec_and_plan
+
+REGION = "cn-wulanchabu"
+ERDMA = {
+    "cloud": "alicloud",
+    "zone": "cn-wulanchabu-c",
+    "instanceType": "ecs.ebmgn7ex.32xlarge",
+    "image": "ubuntu_22_04_x64_20G_alibase_20240130.vhd",
+    "nodes": 2,
+    "network": {"fabric": "erdma"},
+    "job": {"globalBatch": 512},
+}
+
+
+@pytest.fixture
+def ali(write_stack):
+    def build(**changes):
+        cluster = copy.deepcopy(ERDMA)
+        for key, value in changes.items():
+            cluster[key] = value
+        path = write_stack(cluster, region=None, extra={"alicloud:region": REGION})
+        return load_stack_file(path)
+
+    return build
+
+
+def problems(stack_file):
+    with pytest.raises(SpecError) as caught:
+        spec_and_plan(stack_file)
+    return {p.path: p for p in caught.value.problems}
+
+
+def test_the_base_stack_is_valid(ali):
+    spec, plan = spec_and_plan(ali())
+    assert plan.fabric.devices == 2
+
+
+def test_erdma_on_a_type_without_eris(ali):
+    found = problems(ali(instanceType="ecs.gn7i-c32g1.8xlarge", job={"globalBatch": 64}))
+    problem = found["gpufleet:cluster.network.fabric"]
+    assert "has no erdma" in problem.message and "fabric auto or tcp" in problem.fix
+
+
+def test_zone_outside_the_region(ali):
+    problem = problems(ali(zone="cn-hangzhou-h"))["gpufleet:cluster.zone"]
+    assert "not a zone of region 'cn-wulanchabu'" in problem.message
+
+
+def test_auto_image_names_none(ali):
+    problem = problems(ali(image="auto"))["gpufleet:cluster.image"]
+    assert "no deep-learning image on alicloud" in problem.message and "image id" in problem.fix
+
+
+def test_capacity_block_is_unsupported(ali):
+    problem = problems(ali(market={"onDemandBase": 2, "reservationId": "cr-1", "capacityBlock": True}))[
+        "gpufleet:cluster.market.capacityBlock"]
+    assert "alicloud does not support capacity block" in problem.message
+
+
+def test_spot_workers_never_join_the_deployment_set(ali):
+    """Spot is allowed: only the on-demand head joins the deployment set (components/clouds/alicloud.py)."""
+    _, plan = spec_and_plan(ali(nodes={"min": 2, "desired": 2, "max": 4}, job={"globalBatch": 1024},
+                                market={"onDemandBase": 1, "spotPercent": 100}))
+    assert plan.placement_group and plan.worker.spot and not plan.head.spot

@@ -1,0 +1,166 @@
+"""Every shipped Tencent Cloud stack, run through the real program under mocks, meets FACTS.md's invariants."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from components.clouds.tencentcloud import is_hcc
+from components.stackfile import load_stack_file
+from fleet.preview import run_program
+from fleet.stacks import spec_and_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+STACKS = sorted(ROOT.joinpath("stacks").glob("Pulumi.tencent-*.yaml"))
+INSTANCE = "tencentcloud:Instance/instance:Instance"
+CONFIG = "tencentcloud:As/scalingConfig:ScalingConfig"
+GROUP = "tencentcloud:As/scalingGroup:ScalingGroup"
+
+
+@pytest.fixture(scope="module", params=STACKS, ids=lambda p: p.stem.removeprefix("Pulumi."))
+def stack(request):
+    stack_file = load_stack_file(request.param)
+    spec, plan = spec_and_plan(stack_file)
+    return spec, plan, run_program(stack_file).resources
+
+
+def inputs_of(resources, token):
+    return [r["inputs"] for r in resources if r["type"] == token]
+
+
+def one(resources, token):
+    found = inputs_of(resources, token)
+    assert len(found) == 1, token
+    return found[0]
+
+
+def test_the_example_stacks_ship():
+    assert {p.stem for p in STACKS} >= {"Pulumi.tencent-hcc", "Pulumi.tencent-spot"}
+
+
+@pytest.mark.parametrize("path", STACKS, ids=lambda p: p.stem)
+def test_fleet_plan_json_exits_clean(path):
+    name = path.stem.removeprefix("Pulumi.")
+    done = subprocess.run([sys.executable, "-m", "fleet", "plan", "--stack", name, "--json"], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["cloud"] == "tencentcloud"
+
+
+def test_hcc_nodes_all_in_the_hpc_cluster_others_never(stack):
+    _, plan, resources = stack
+    clusters = inputs_of(resources, "tencentcloud:Cvm/hpcCluster:HpcCluster")
+    instances = inputs_of(resources, INSTANCE)
+    if is_hcc(plan.instance):
+        assert len(clusters) == 1 and clusters[0]["zone"] == plan.zone
+        assert len(instances) == plan.scaling.nodes_desired
+        assert all(i.get("hpcClusterId") for i in instances)
+        assert not inputs_of(resources, CONFIG)
+    else:
+        assert not clusters and not any(i.get("hpcClusterId") for i in instances)
+
+
+def test_spot_is_spotpaid_one_time_with_a_max_price(stack):
+    _, plan, resources = stack
+    price = f"{plan.market.max_spot_price:.2f}" if plan.market.uses_spot else None
+    for node in inputs_of(resources, INSTANCE):
+        if node["instanceChargeType"] == "SPOTPAID":
+            assert node["spotInstanceType"] == "ONE-TIME" and node["spotMaxPrice"] == price
+        else:
+            assert node["instanceChargeType"] == "POSTPAID_BY_HOUR" and "spotMaxPrice" not in node
+    for config in inputs_of(resources, CONFIG):
+        if config["instanceChargeType"] == "SPOTPAID":
+            assert config["spotInstanceType"] == "one-time" and config["spotMaxPrice"] == price
+
+
+def test_worker_groups_follow_the_market_split(stack):
+    _, plan, resources = stack
+    if is_hcc(plan.instance):
+        return
+    scaling, market = plan.scaling, plan.market
+    bounds = [market.split(n) for n in (scaling.workers_min, scaling.workers_desired, scaling.workers_max)]
+    expected = {f"{plan.name}-{kind}": tuple(b[index] for b in bounds)
+                for index, kind in enumerate(("on-demand", "spot")) if bounds[-1][index]}
+    groups = {g["scalingGroupName"]: (g["minSize"], g["desiredCapacity"], g["maxSize"])
+              for g in inputs_of(resources, GROUP)}
+    assert groups == expected
+    charges = {c["configurationName"]: c["instanceChargeType"] for c in inputs_of(resources, CONFIG)}
+    assert charges == {group: "SPOTPAID" if group.endswith("-spot") else "POSTPAID_BY_HOUR" for group in expected}
+
+
+def test_head_is_on_demand_at_the_fixed_address(stack):
+    _, plan, resources = stack
+    heads = [i for i in inputs_of(resources, INSTANCE) if i["tags"]["gpufleet:role"] == "head"]
+    assert len(heads) == 1
+    assert heads[0]["privateIp"] == plan.network.head_address
+    assert heads[0]["instanceChargeType"] == "POSTPAID_BY_HOUR"
+    assert heads[0]["allocatePublicIp"] is False
+
+
+def test_spread_group_only_for_anti_affinity(stack):
+    _, plan, resources = stack
+    groups = inputs_of(resources, "tencentcloud:Placement/group:Group")
+    assert len(groups) == int(plan.anti_affinity)
+    nodes = inputs_of(resources, INSTANCE) + inputs_of(resources, CONFIG)
+    for node in nodes:
+        assert bool(node.get("placementGroupId") or node.get("disasterRecoverGroupIds")) == plan.anti_affinity
+
+
+def test_members_reach_each_other_both_ways_and_only_ssh_from_outside(stack):
+    spec, _, resources = stack
+    rules = one(resources, "tencentcloud:Security/groupRuleSet:GroupRuleSet")
+    for direction in ("ingresses", "egresses"):
+        assert any(e["protocol"] == "ALL" and e["port"] == "all" and e.get("sourceSecurityId")
+                   and e["action"] == "ACCEPT" for e in rules[direction]), direction
+    outside = [e for e in rules["ingresses"] if not e.get("sourceSecurityId")]
+    assert sorted(e["cidrBlock"] for e in outside) == sorted(spec.network.ssh_cidrs)
+    assert all(e["protocol"] == "TCP" and e["port"] == "22" for e in outside)
+
+
+def test_user_data_is_the_plans(stack):
+    _, plan, resources = stack
+    for node in inputs_of(resources, INSTANCE):
+        role = plan.head if node["tags"]["gpufleet:role"] == "head" else plan.worker
+        assert gzip.decompress(base64.b64decode(node["userData"])).decode() == role.user_data
+    for config in inputs_of(resources, CONFIG):
+        assert gzip.decompress(base64.b64decode(config["userData"])).decode() == plan.worker.user_data
+
+
+def test_bucket_private_encrypted_versioned_with_the_code(stack):
+    _, plan, resources = stack
+    bucket = one(resources, "tencentcloud:Cos/bucket:Bucket")
+    assert bucket["bucket"] == plan.storage.bucket
+    assert bucket["acl"] == "private" and bucket["encryptionAlgorithm"] == "AES256"
+    assert bucket["versioningEnable"] is True
+    assert one(resources, "tencentcloud:Cos/bucketObject:BucketObject")["key"] == plan.storage.code_key
+
+
+def test_role_limited_to_the_bucket_and_on_every_node(stack):
+    _, plan, resources = stack
+    document = json.loads(one(resources, "tencentcloud:Cam/policy:Policy")["document"])
+    cos = [s for s in document["statement"] if any(a.startswith("name/cos:") for a in s["action"])]
+    assert all(res.split(":")[-1].startswith(plan.storage.bucket) for s in cos for res in s["resource"])
+    role = one(resources, "tencentcloud:Cam/role:Role")["name"]
+    for node in inputs_of(resources, INSTANCE) + inputs_of(resources, CONFIG):
+        assert node["camRoleName"] == role
+
+
+def test_egress_through_nat(stack):
+    _, plan, resources = stack
+    entry = one(resources, "tencentcloud:Route/tableEntry:TableEntry")
+    assert entry["nextType"] == "NAT" and entry["destinationCidrBlock"] == "0.0.0.0/0"
+    assert one(resources, "tencentcloud:Subnet/instance:Instance")["availabilityZone"] == plan.zone
+
+
+def test_tags_everywhere(stack):
+    _, plan, resources = stack
+    tagged = [r for r in resources if "tags" in r["inputs"]]
+    assert len(tagged) >= 10
+    for r in tagged:
+        assert r["inputs"]["tags"]["gpufleet:cluster"] == plan.name, r["name"]
