@@ -41,20 +41,58 @@ def run_one(args: argparse.Namespace, nproc: int, run_dir: str) -> dict:
     if args.device != "cpu" and torch.cuda.is_available():
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(nproc))
     command = [
-        sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-        "-m", "training.train", "--model", args.model, "--micro-batch", str(args.micro_batch),
-        "--seq-len", str(args.seq_len), "--global-batch", str(args.global_batch), "--steps", str(args.steps),
-        "--timing-warmup-steps", str(args.warmup_steps), "--log-every", str(args.steps),
-        "--checkpoint-every", "0", "--checkpoint-at-end", "false", "--resume", "false",
-        "--progress", "false", "--device", args.device, "--run-dir", run_dir, *args.extra.split(),
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        "-m",
+        "training.train",
+        "--model",
+        args.model,
+        "--micro-batch",
+        str(args.micro_batch),
+        "--seq-len",
+        str(args.seq_len),
+        "--global-batch",
+        str(args.global_batch),
+        "--steps",
+        str(args.steps),
+        "--timing-warmup-steps",
+        str(args.warmup_steps),
+        "--log-every",
+        str(args.steps),
+        "--checkpoint-every",
+        "0",
+        "--checkpoint-at-end",
+        "false",
+        "--resume",
+        "false",
+        "--progress",
+        "false",
+        "--device",
+        args.device,
+        "--run-dir",
+        run_dir,
+        *args.extra.split(),
     ]
     result = subprocess.run(command, env=env, stdout=subprocess.PIPE, text=True)
     lines = result.stdout.strip().splitlines()
     if result.returncode != 0 or not lines:
         return {"gpus": nproc, "error": f"exit code {result.returncode}", "command": " ".join(command)}
     summary = json.loads(lines[-1])
-    keys = ("tokens_per_s", "mfu", "step_time_s", "seconds_to_first_step", "final_loss", "accum_steps",
-            "world_size", "device", "peak_tflops", "n_params")
+    keys = (
+        "tokens_per_s",
+        "mfu",
+        "step_time_s",
+        "seconds_to_first_step",
+        "final_loss",
+        "accum_steps",
+        "world_size",
+        "device",
+        "peak_tflops",
+        "n_params",
+    )
     return {"gpus": nproc, **{key: summary.get(key) for key in keys}}
 
 
@@ -70,13 +108,24 @@ def main(argv: list[str] | None = None) -> int:
     base = next((r for r in runs if r["gpus"] == 1 and "error" not in r), None)
     scaling = {
         str(r["gpus"]): r["tokens_per_s"] / (r["gpus"] * base["tokens_per_s"])
-        for r in runs if base and r["gpus"] > 1 and "error" not in r
+        for r in runs
+        if base and r["gpus"] > 1 and "error" not in r
     }
-    print(json.dumps({
-        "model": args.model, "seq_len": args.seq_len, "micro_batch": args.micro_batch,
-        "global_batch": args.global_batch, "steps": args.steps, "warmup_steps": args.warmup_steps,
-        "extra": args.extra, "runs": runs, "scaling_efficiency_vs_1gpu": scaling,
-    }))
+    print(
+        json.dumps(
+            {
+                "model": args.model,
+                "seq_len": args.seq_len,
+                "micro_batch": args.micro_batch,
+                "global_batch": args.global_batch,
+                "steps": args.steps,
+                "warmup_steps": args.warmup_steps,
+                "extra": args.extra,
+                "runs": runs,
+                "scaling_efficiency_vs_1gpu": scaling,
+            }
+        )
+    )
     return 0 if all("error" not in r for r in runs) else 1
 
 

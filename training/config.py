@@ -122,8 +122,7 @@ class TrainConfig:
         """Check settings that do not depend on the world size."""
         if self.model not in MODEL_SIZES:
             raise ConfigError(
-                f"Unknown model size '{self.model}' (setting 'model'). "
-                f"Choose one of: {', '.join(MODEL_SIZES)}."
+                f"Unknown model size '{self.model}' (setting 'model'). Choose one of: {', '.join(MODEL_SIZES)}."
             )
         size = self.size
         if size.n_embd % size.n_head:
@@ -136,12 +135,17 @@ class TrainConfig:
                 f"global_batch={self.global_batch} is not divisible by micro_batch={self.micro_batch}. "
                 "Set global_batch to a multiple of micro_batch * world_size."
             )
-        for name, allowed in (("compile", ("auto", "on", "off")), ("dtype", ("auto", "bf16", "fp32")),
-                              ("device", ("auto", "cuda", "cpu")),
-                              ("compile_mode", ("default", "max-autotune-no-cudagraphs")),
-                              ("sdpa_backend", ("auto", "flash", "cudnn", "efficient"))):
+        for name, allowed in (
+            ("compile", ("auto", "on", "off")),
+            ("dtype", ("auto", "bf16", "fp32")),
+            ("device", ("auto", "cuda", "cpu")),
+            ("compile_mode", ("default", "max-autotune-no-cudagraphs")),
+            ("sdpa_backend", ("auto", "flash", "cudnn", "efficient")),
+        ):
             if getattr(self, name) not in allowed:
-                raise ConfigError(f"Setting '{name}' must be one of {', '.join(allowed)} (got '{getattr(self, name)}').")
+                raise ConfigError(
+                    f"Setting '{name}' must be one of {', '.join(allowed)} (got '{getattr(self, name)}')."
+                )
 
     def accum_steps(self, world_size: int) -> int:
         """Micro-steps per optimizer step so that micro_batch * world_size * accum == global_batch."""
@@ -159,7 +163,9 @@ class TrainConfig:
         return {f.name: f.metadata["doc"] for f in dataclasses.fields(cls)}
 
     @classmethod
-    def from_overrides(cls, overrides: typing.Mapping[str, typing.Any] | None = None, **base: typing.Any) -> "TrainConfig":
+    def from_overrides(
+        cls, overrides: typing.Mapping[str, typing.Any] | None = None, **base: typing.Any
+    ) -> TrainConfig:
         """Build a config from a dict with camelCase or snake_case keys (the stack file's ``job`` object).
 
         Values are converted to the field's type; an unknown key raises ConfigError naming it.
@@ -214,7 +220,9 @@ def parse_args(argv: typing.Sequence[str] | None = None) -> TrainConfig:
         default = TrainConfig.__dataclass_fields__[name].default
         flags = dict.fromkeys((f"--{name.replace('_', '-')}", f"--{name}"))
         parser.add_argument(
-            *flags, dest=name, metavar=types[name].__name__.upper(),
+            *flags,
+            dest=name,
+            metavar=types[name].__name__.upper(),
             help=f"{doc} (default: {default})",
         )
     parsed = vars(parser.parse_args(argv))

@@ -89,7 +89,8 @@ class MemmapTokens:
             out[row] = self.tokens[start : start + self.seq_len + 1]
         if out.max(initial=0) >= self.vocab:
             raise ValueError(
-                f"token file '{self.path}' holds token id {int(out.max())}, outside the model's vocabulary of "
+                f"token file '{self.path}' holds token id {int(out.max())}, "
+                f"outside the model's vocabulary of "
                 f"{self.vocab}; use a model whose vocabulary covers the tokenizer"
             )
         return out
@@ -104,8 +105,16 @@ def open_source(data: str, vocab: int, seq_len: int, seed: int) -> SyntheticToke
 class ShardedBatches:
     """Yields one rank's micro-batches for each optimizer step and tracks the global data position."""
 
-    def __init__(self, source, rank: int, world_size: int, micro_batch: int, accum: int,
-                 position: int = 0, device: torch.device | None = None) -> None:
+    def __init__(
+        self,
+        source,
+        rank: int,
+        world_size: int,
+        micro_batch: int,
+        accum: int,
+        position: int = 0,
+        device: torch.device | None = None,
+    ) -> None:
         self.source = source
         self.rank = rank
         self.world_size = world_size

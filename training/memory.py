@@ -66,7 +66,9 @@ def check_fits(cfg: TrainConfig, n_params: int, device: torch.device, half_preci
     need = estimate(cfg, n_params, half_precision)
     budget = available_bytes(cfg, device)
     if budget is not None and need.total > budget:
-        advice = [f"a smaller 'micro_batch' (now {cfg.micro_batch}; global_batch stays fixed through more accumulation)"]
+        advice = [
+            f"a smaller 'micro_batch' (now {cfg.micro_batch}; global_batch stays fixed through more accumulation)"
+        ]
         if not cfg.activation_checkpointing:
             advice.append("'activation_checkpointing' true")
         advice.append(f"a smaller 'model' than '{cfg.model}'")

@@ -65,7 +65,7 @@ class MetricsWriter:
         if not enabled:
             return
         run_dir.mkdir(parents=True, exist_ok=True)
-        self.jsonl = open(run_dir / "metrics.jsonl", "a", buffering=1)
+        self.jsonl = open(run_dir / "metrics.jsonl", "a", buffering=1)  # noqa: SIM115 (closed in close())
         try:
             from torch.utils.tensorboard import SummaryWriter
 
@@ -75,8 +75,12 @@ class MetricsWriter:
         if progress and sys.stdout.isatty():
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-            self.bar = Progress(TextColumn("step {task.completed}/{task.total}"), BarColumn(),
-                                TextColumn("{task.fields[info]}"), TimeRemainingColumn())
+            self.bar = Progress(
+                TextColumn("step {task.completed}/{task.total}"),
+                BarColumn(),
+                TextColumn("{task.fields[info]}"),
+                TimeRemainingColumn(),
+            )
             self.task = self.bar.add_task("train", total=total_steps, completed=start_step, info="")
             self.bar.start()
 

@@ -117,8 +117,10 @@ def _resume(cfg: TrainConfig, d: Dist, model, optimizer, scheduler) -> tuple[int
     rngs = state["rng"]
     checkpoint.set_rng_state(rngs[d.rank] if d.rank < len(rngs) else rngs[0])
     if d.is_main:
-        print(f"resumed from {path} (step {state['step']}, written by {state['world_size']} ranks, "
-              f"now {d.world_size})", file=sys.stderr)
+        print(
+            f"resumed from {path} (step {state['step']}, written by {state['world_size']} ranks, now {d.world_size})",
+            file=sys.stderr,
+        )
     return state["step"], state["data_position"], state["step"]
 
 
@@ -133,20 +135,27 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
 
     model = GPT(cfg.size, cfg.seq_len, cfg.activation_checkpointing).to(d.device)
     memory.check_fits(cfg, model.num_params(), d.device, half)
-    optimizer = torch.optim.AdamW(model.param_groups(cfg.weight_decay), lr=cfg.lr,
-                                  betas=(cfg.beta1, cfg.beta2), fused=cuda)
+    optimizer = torch.optim.AdamW(
+        model.param_groups(cfg.weight_decay), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=cuda
+    )
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor(cfg))
     step, position, resumed_from = _resume(cfg, d, model, optimizer, scheduler)
     try:
         source = open_source(cfg.data, cfg.size.data_vocab, cfg.seq_len, cfg.seed)
     except (OSError, ValueError) as err:
-        raise ConfigError(f"Cannot read training data: {err}. Set 'data' to 'synthetic' or a uint16 .bin file.") from None
+        raise ConfigError(
+            f"Cannot read training data: {err}. Set 'data' to 'synthetic' or a uint16 .bin file."
+        ) from None
     data = ShardedBatches(source, d.rank, d.world_size, cfg.micro_batch, accum, position, d.device)
 
     ddp = None
     if d.enabled:
-        ddp = DDP(model, device_ids=[d.local_rank] if cuda else None, bucket_cap_mb=cfg.bucket_cap_mb,
-                  gradient_as_bucket_view=True)
+        ddp = DDP(
+            model,
+            device_ids=[d.local_rank] if cuda else None,
+            bucket_cap_mb=cfg.bucket_cap_mb,
+            gradient_as_bucket_view=True,
+        )
     step_fn = ddp or model
     if use_compile:
         step_fn = torch.compile(step_fn, mode=cfg.compile_mode)
@@ -157,9 +166,12 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
     peak = peak_tflops(d.device, cfg.peak_tflops)
     tokens_per_step = cfg.global_batch * cfg.seq_len
     if d.is_main:
-        print(f"model {cfg.model}: {model.num_params() / 1e6:.1f}M params, world {d.world_size}, "
-              f"micro_batch {cfg.micro_batch} x accum {accum} = global_batch {cfg.global_batch}, "
-              f"device {d.device}, compile {use_compile}, bf16 {half}", file=sys.stderr)
+        print(
+            f"model {cfg.model}: {model.num_params() / 1e6:.1f}M params, world {d.world_size}, "
+            f"micro_batch {cfg.micro_batch} x accum {accum} = global_batch {cfg.global_batch}, "
+            f"device {d.device}, compile {use_compile}, bf16 {half}",
+            file=sys.stderr,
+        )
 
     first_step = step
     planned = cfg.steps - first_step
@@ -204,9 +216,16 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
             interval_steps = step - last_log[1]
             step_time = (now - last_log[0]) / interval_steps
             tokens_per_s = tokens_per_step / step_time
-            writer.log(step, {"loss": loss_value, "tokens_per_s": tokens_per_s, "step_time_s": step_time,
-                              "mfu": mfu(flops_per_token, tokens_per_s, d.world_size, peak),
-                              "lr": scheduler.get_last_lr()[0]})
+            writer.log(
+                step,
+                {
+                    "loss": loss_value,
+                    "tokens_per_s": tokens_per_s,
+                    "step_time_s": step_time,
+                    "mfu": mfu(flops_per_token, tokens_per_s, d.world_size, peak),
+                    "lr": scheduler.get_last_lr()[0],
+                },
+            )
             last_log = (now, step)
             loss_sum.zero_()
         else:

@@ -14,21 +14,31 @@ def test_stop_and_resume_equals_uninterrupted(tmp_path):
     assert summary(train([*common, *resumed, "--stop-after-steps", "4"]))["steps_completed"] == 4
     result = summary(train([*common, *resumed]))
     assert result["resumed_from_step"] == 4 and result["steps_completed"] == 8
-    straight = torch.load(sorted((tmp_path / "straight/checkpoints").glob("step_*"))[-1] / "state.pt",
-                          weights_only=False)
-    again = torch.load(sorted((tmp_path / "resumed/checkpoints").glob("step_*"))[-1] / "state.pt",
-                       weights_only=False)
+    straight = torch.load(
+        sorted((tmp_path / "straight/checkpoints").glob("step_*"))[-1] / "state.pt", weights_only=False
+    )
+    again = torch.load(sorted((tmp_path / "resumed/checkpoints").glob("step_*"))[-1] / "state.pt", weights_only=False)
     assert_same_params(straight["model"], again["model"], atol=1e-6)
     assert again["data_position"] == straight["data_position"] == 8 * 4
     assert again["scheduler"]["last_epoch"] == straight["scheduler"]["last_epoch"]
-    for a, b in zip(straight["optimizer"]["state"].values(), again["optimizer"]["state"].values()):
+    for a, b in zip(straight["optimizer"]["state"].values(), again["optimizer"]["state"].values(), strict=True):
         torch.testing.assert_close(a["exp_avg_sq"], b["exp_avg_sq"], atol=1e-9, rtol=0)
     assert torch.equal(straight["rng"][0]["torch"], again["rng"][0]["torch"])
 
 
 def test_sigterm_checkpoints_and_exits_zero(tmp_path):
-    run = ["--steps", "100000", "--global-batch", "4", "--micro-batch", "2", "--checkpoint-every", "0",
-           "--run-dir", str(tmp_path)]
+    run = [
+        "--steps",
+        "100000",
+        "--global-batch",
+        "4",
+        "--micro-batch",
+        "2",
+        "--checkpoint-every",
+        "0",
+        "--run-dir",
+        str(tmp_path),
+    ]
     process = start(run)
     metrics = tmp_path / "metrics.jsonl"
     deadline = time.time() + 60
@@ -57,8 +67,18 @@ def test_truncated_latest_checkpoint_falls_back(tmp_path):
 
 
 def test_missing_manifest_falls_back_and_old_checkpoints_are_pruned(tmp_path):
-    run = ["--global-batch", "4", "--micro-batch", "2", "--checkpoint-every", "1", "--keep-checkpoints", "2",
-           "--run-dir", str(tmp_path)]
+    run = [
+        "--global-batch",
+        "4",
+        "--micro-batch",
+        "2",
+        "--checkpoint-every",
+        "1",
+        "--keep-checkpoints",
+        "2",
+        "--run-dir",
+        str(tmp_path),
+    ]
     train(["--steps", "5", *run])
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == ["step_00000004", "step_00000005"]
     (tmp_path / "checkpoints/step_00000005/manifest.json").unlink()

@@ -7,9 +7,21 @@ from training.config import ConfigError, TrainConfig
 
 
 def test_overrides_accept_camel_and_snake_case():
-    cfg = TrainConfig.from_overrides({"microBatch": 8, "global_batch": "64", "activationCheckpointing": "true",
-                                      "peakTflops": 989, "model": "tiny"})
-    assert (cfg.micro_batch, cfg.global_batch, cfg.activation_checkpointing, cfg.peak_tflops) == (8, 64, True, 989.0)
+    cfg = TrainConfig.from_overrides(
+        {
+            "microBatch": 8,
+            "global_batch": "64",
+            "activationCheckpointing": "true",
+            "peakTflops": 989,
+            "model": "tiny",
+        }
+    )
+    assert (cfg.micro_batch, cfg.global_batch, cfg.activation_checkpointing, cfg.peak_tflops) == (
+        8,
+        64,
+        True,
+        989.0,
+    )
     assert cfg.accum_steps(world_size=2) == 4
 
 
@@ -23,13 +35,16 @@ def test_global_batch_must_divide_over_world_size():
         TrainConfig(global_batch=32, micro_batch=4).accum_steps(world_size=3)
 
 
-@pytest.mark.parametrize("args, names", [
-    (["--global-batch", "10", "--micro-batch", "4"], ["global_batch", "micro_batch"]),
-    (["--model", "gpt5"], ["model", "gpt2-medium"]),
-    (["--micro-batch", "lots"], ["micro_batch"]),
-    (["--memory-limit-gb", "0.0001"], ["micro_batch", "activation_checkpointing", "model"]),
-    (["--data", "/nonexistent/tokens.bin"], ["data"]),
-])
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        (["--global-batch", "10", "--micro-batch", "4"], ["global_batch", "micro_batch"]),
+        (["--model", "gpt5"], ["model", "gpt2-medium"]),
+        (["--micro-batch", "lots"], ["micro_batch"]),
+        (["--memory-limit-gb", "0.0001"], ["micro_batch", "activation_checkpointing", "model"]),
+        (["--data", "/nonexistent/tokens.bin"], ["data"]),
+    ],
+)
 def test_bad_settings_exit_2_without_traceback(tmp_path, args, names):
     result = train(["--steps", "2", "--run-dir", str(tmp_path), *args], expect=2)
     assert "Traceback" not in result.stderr
@@ -44,9 +59,34 @@ def test_unknown_flag_exits_2(tmp_path):
 
 
 def test_synthetic_stream_is_learnable(tmp_path):
-    result = summary(train(["--steps", "60", "--global-batch", "8", "--micro-batch", "8", "--log-every", "10",
-                            "--checkpoint-at-end", "false", "--run-dir", str(tmp_path)]))
+    result = summary(
+        train(
+            [
+                "--steps",
+                "60",
+                "--global-batch",
+                "8",
+                "--micro-batch",
+                "8",
+                "--log-every",
+                "10",
+                "--checkpoint-at-end",
+                "false",
+                "--run-dir",
+                str(tmp_path),
+            ]
+        )
+    )
     assert result["final_loss"] < 4.0  # from ln(256) = 5.55 at the start
-    assert set(result) >= {"steps_completed", "final_loss", "tokens_per_s", "mfu", "world_size", "global_batch",
-                           "seconds_to_first_step", "checkpoints_written", "resumed_from_step"}
+    assert set(result) >= {
+        "steps_completed",
+        "final_loss",
+        "tokens_per_s",
+        "mfu",
+        "world_size",
+        "global_batch",
+        "seconds_to_first_step",
+        "checkpoints_written",
+        "resumed_from_step",
+    }
     assert (tmp_path / "summary.json").exists() and (tmp_path / "metrics.jsonl").exists()

@@ -52,6 +52,21 @@ def test_memmap_shards_are_disjoint(tmp_path):
 
 def test_training_on_a_token_file(tmp_path):
     tokens = _token_file(tmp_path / "tokens.bin")
-    result = summary(train(["--steps", "3", "--global-batch", "4", "--micro-batch", "2", "--data", str(tokens),
-                            "--run-dir", str(tmp_path / "run")], nproc=2))
+    result = summary(
+        train(
+            [
+                "--steps",
+                "3",
+                "--global-batch",
+                "4",
+                "--micro-batch",
+                "2",
+                "--data",
+                str(tokens),
+                "--run-dir",
+                str(tmp_path / "run"),
+            ],
+            nproc=2,
+        )
+    )
     assert result["steps_completed"] == 3 and result["data_position"] == 12

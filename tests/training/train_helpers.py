@@ -11,8 +11,22 @@ from pathlib import Path
 import torch
 
 REPO = Path(__file__).resolve().parents[2]
-TINY = ["--model", "tiny", "--seq-len", "32", "--device", "cpu", "--warmup-steps", "2", "--lr", "3e-3",
-        "--log-every", "1", "--progress", "false"]
+TINY = [
+    "--model",
+    "tiny",
+    "--seq-len",
+    "32",
+    "--device",
+    "cpu",
+    "--warmup-steps",
+    "2",
+    "--lr",
+    "3e-3",
+    "--log-every",
+    "1",
+    "--progress",
+    "false",
+]
 
 
 def _env() -> dict:
@@ -24,20 +38,29 @@ def _env() -> dict:
 def command(args: list[str], nproc: int = 1) -> list[str]:
     if nproc == 1:
         return [sys.executable, "-m", "training.train", *TINY, *args]
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-            "-m", "training.train", *TINY, *args]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        "-m",
+        "training.train",
+        *TINY,
+        *args,
+    ]
 
 
 def train(args: list[str], nproc: int = 1, expect: int = 0) -> subprocess.CompletedProcess:
-    result = subprocess.run(command(args, nproc), cwd=REPO, env=_env(), capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(command(args, nproc), cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120)
     assert result.returncode == expect, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
     return result
 
 
 def start(args: list[str]) -> subprocess.Popen:
-    return subprocess.Popen(command(args), cwd=REPO, env=_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        command(args), cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def summary(result) -> dict:
