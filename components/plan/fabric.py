@@ -14,6 +14,8 @@ NCCL_ENV: dict[str, tuple[tuple[str, str], ...]] = {
     "rdma": (("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_IB_GID_INDEX", "3"), ("NCCL_IB_DISABLE", "0")),
     "tcp": (("NCCL_SOCKET_IFNAME", "^lo,docker"), ("NCCL_IB_DISABLE", "1")),
 }
+# Local nodes share the host's hostname, which gloo would resolve to the host: pin both to the node's own eth0.
+LOCAL_ENV = {"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"}
 
 
 def resolve_fabric(choice: str, row: InstanceType) -> str:
@@ -34,8 +36,8 @@ def _interfaces(kind: str, devices: int) -> tuple[Interface, ...]:
     return (Interface(0, 0, "interface"),)
 
 
-def plan_fabric(choice: str, row: InstanceType) -> FabricPlan:
+def plan_fabric(choice: str, row: InstanceType, local: bool = False) -> FabricPlan:
     kind = resolve_fabric(choice, row)
     devices = row.fabric_devices if kind == row.fabric else 0
-    return FabricPlan(kind=kind, interfaces=_interfaces(kind, devices), devices=devices,
-                      nccl_env=_COMMON + NCCL_ENV[kind])
+    env = dict(_COMMON + NCCL_ENV[kind]) | (LOCAL_ENV if local else {})
+    return FabricPlan(kind=kind, interfaces=_interfaces(kind, devices), devices=devices, nccl_env=tuple(env.items()))

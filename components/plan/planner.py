@@ -77,7 +77,7 @@ def plan(spec: ClusterSpec, stack: str) -> ClusterPlan:
     cloud = profile(spec.cloud)
     row = catalog.lookup(spec.cloud, spec.instance_type)
     name = spec.name or stack
-    fabric = plan_fabric(spec.network.fabric, row)
+    fabric = plan_fabric(spec.network.fabric, row, local=spec.cloud == "local")
     network = plan_network(spec.network.vpc_cidr, cloud.mtu[fabric.kind])
     market = _market(spec, cloud)
     scaling = ScalingPlan(nodes_min=spec.counts.min, nodes_desired=spec.counts.desired, nodes_max=spec.counts.max,

@@ -1,0 +1,282 @@
+"""`fleet up / down / status` for a local plan: build the network, boot the nodes from their user-data, follow the
+job to its end and say what happened. Every resource is recorded in the state file before it is made."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from components.bundle import write_bundle
+from components.local import cloudconfig, firewall, network, processes, progress
+from components.local import state as statefile
+from components.local.errors import EXIT_USAGE, LocalError
+from components.local.layout import Layout, Node, layout
+from components.local.metadata import clear as clear_notice
+from components.local.metadata import inject as inject_notice
+from components.plan.model import ClusterPlan
+
+LOOPBACK = "127.0.0.1"
+POLL_S = 0.2
+
+
+class Reporter(Protocol):
+    """Where `up` tells its progress (a rich display in the CLI, a list in tests)."""
+
+    def phase(self, text: str) -> None: ...
+    def step(self, step: int, loss: float) -> None: ...
+    def note(self, text: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Options:
+    total_steps: int
+    first_step_timeout_s: float = 60.0  # no training step by then: fail and say which node could not reach what
+    rejoin_after_s: float = 1.0  # a node that left on a spot notice comes back (a replacement) after this
+    close_ports: tuple[tuple[str, int, int], ...] = ()  # fault drill: (node, low, high) closed in that node's firewall
+
+
+@dataclass
+class _Run:
+    lay: Layout
+    plan: ClusterPlan
+    st: statefile.State
+    namespaced: bool
+    metadata_address: str
+    started: float = field(default_factory=time.time)
+    events: list[str] = field(default_factory=list)
+
+
+def _require_local(plan: ClusterPlan) -> None:
+    if plan.cloud != "local":
+        raise LocalError(f"stack '{plan.stack}' is a {plan.cloud} stack; `fleet up` brings up local stacks only "
+                         "(cloud: local). Use `pulumi up` for clouds.", EXIT_USAGE)
+
+
+def _save(run: _Run) -> None:
+    statefile.save(run.lay.state_file, run.st)
+
+
+def _build_network(run: _Run, opts: Options) -> None:
+    lay = run.lay
+    taken = network.existing() & {lay.bridge_namespace, *(n.namespace for n in lay.nodes)}
+    if taken:
+        raise LocalError(f"network namespaces {', '.join(sorted(taken))} already exist (left by an earlier run?); "
+                         f"`fleet down --stack {run.plan.stack}` removes them.", EXIT_USAGE)
+    run.st.namespaces.append(lay.bridge_namespace)
+    _save(run)
+    network.create_bridge(lay)
+    rules = firewall.ruleset(run.plan.firewall, lay.members)
+    for node in lay.nodes:
+        run.st.namespaces.append(node.namespace)
+        _save(run)
+        network.create_node(lay, node, run.plan.network.mtu)
+        firewall.apply(node.namespace, rules)
+    for name, low, high in opts.close_ports:
+        firewall.close_ports(lay.node(name).namespace, low, high)
+
+
+def _boot(run: _Run, node: Node) -> processes.subprocess.Popen:
+    """A fresh machine: an empty root, the role's user-data executed into it, then its local-mode entry."""
+    shutil.rmtree(node.root, ignore_errors=True)
+    index = run.lay.nodes.index(node)
+    endpoint = f"{run.metadata_address}:{processes.metadata_ports(run.lay)[index]}"
+    user_data = (run.plan.head if node.role == "head" else run.plan.worker).user_data
+    entry = cloudconfig.execute(user_data, node.root, {"metadata": endpoint})
+    if not run.namespaced:
+        _loopback_overrides(node)
+    proc = processes.start_node(node, entry, run.namespaced)
+    run.st.processes[node.name] = proc.pid
+    _save(run)
+    return proc
+
+
+def _loopback_overrides(node: Node) -> None:
+    """Without namespaces every node shares this machine's network: the head is reached on loopback, gloo and NCCL
+    use lo, and the ephemeral port range (a per-namespace setting) is left alone."""
+    etc = node.root / "etc/gpufleet"
+    with open(etc / "node.env", "a") as env:
+        env.write(f"GF_HEAD_ADDRESS='{LOOPBACK}'\nGF_PORT_RANGE=''\n")
+    with open(etc / "nccl.env", "a") as env:
+        env.write("NCCL_SOCKET_IFNAME=lo\nGLOO_SOCKET_IFNAME=lo\n")
+
+
+def up(plan: ClusterPlan, opts: Options, report: Reporter) -> dict:
+    """Bring the cluster up, run the job to its end and return the summary; the network stays until `down`."""
+    _require_local(plan)
+    lay = layout(plan)
+    existing = statefile.load(lay.state_file)
+    if existing is not None:
+        raise LocalError(f"cluster '{plan.name}' is already up ({existing.phase}); "
+                         f"`fleet down --stack {plan.stack}` removes it first.", EXIT_USAGE)
+    why_not = network.namespaces_available()
+    namespaced = why_not is None
+    if not namespaced:
+        report.note(f"{why_not}: no network namespaces, so the nodes run as processes on loopback and the firewall "
+                    "emulation is off (run as root for the full local cluster)")
+    st = statefile.State(cluster=plan.name, stack=plan.stack, mode="namespaces" if namespaced else "loopback",
+                         started_unix=time.time())
+    run = _Run(lay, plan, st, namespaced, lay.metadata_address if namespaced else LOOPBACK)
+    _save(run)
+    try:
+        write_bundle(lay.bucket / "code")
+        if namespaced:
+            report.phase(f"network: {len(lay.nodes)} namespaces on a bridge, {len(plan.firewall)} firewall rules")
+            _build_network(run, opts)
+        metadata = processes.start_metadata(lay, namespaced, run.metadata_address)
+        st.processes["metadata"] = metadata.pid
+        report.phase("nodes: booting from user-data (gate, then torchrun)")
+        procs = {node.name: _boot(run, node) for node in lay.nodes}
+        st.phase = "running"
+        _save(run)
+        _follow(run, procs, opts, report)
+        summary = _summary(run)
+        st.phase, st.message = "finished", ""
+        return summary
+    except BaseException as error:
+        st.phase = "stopped" if isinstance(error, KeyboardInterrupt) else "failed"
+        st.message = str(error)
+        raise
+    finally:
+        processes.end(list(st.processes.values()), st.namespaces)
+        _save(run)
+
+
+def _follow(run: _Run, procs: dict, opts: Options, report: Reporter) -> None:
+    """Watch the nodes until the head's job ends; act like the cloud would on what happens on the way."""
+    lay, shown, rejoin_at = run.lay, 0, {}
+    while True:
+        history = progress.steps(lay)
+        for item in history[shown:]:
+            report.step(item.step, item.loss)
+        shown = len(history)
+        if not history and time.time() - run.started > opts.first_step_timeout_s:
+            raise LocalError(_no_step_message(run, opts))
+        for node in lay.nodes:
+            proc = procs.get(node.name)
+            if proc is None or proc.poll() is None:
+                continue
+            del procs[node.name]
+            reason = progress.failure(node)
+            if reason:
+                raise LocalError(f"node {node.name} ({node.address}) failed its health gate: {reason}\n"
+                                 f"{progress.log_tail(node)}")
+            if node.role == "head":
+                if proc.returncode != 0:
+                    raise LocalError(f"the job failed on node {node.name} (exit {proc.returncode}):\n"
+                                     f"{progress.log_tail(node)}")
+                return
+            _worker_exit(run, node, proc.returncode, report, rejoin_at, opts)
+        for name, when in list(rejoin_at.items()):
+            if time.time() >= when:
+                del rejoin_at[name]
+                _event(run, report, f"{name} rejoins (a replacement node boots from the same user-data)")
+                procs[name] = _boot(run, lay.node(name))
+        time.sleep(POLL_S)
+
+
+def _worker_exit(run: _Run, node: Node, rc: int, report: Reporter, rejoin_at: dict, opts: Options) -> None:
+    if progress.left_on_notice(node):
+        _event(run, report, f"{node.name} left after its spot notice (checkpoint written, job continues)")
+        clear_notice(run.lay.notices, node.name)
+        rejoin_at[node.name] = time.time() + opts.rejoin_after_s
+    elif rc < 0 or rc >= 128:
+        _event(run, report, f"{node.name} was lost (exit {rc}); the job re-forms with the nodes left")
+    elif rc != 0:
+        raise LocalError(f"node {node.name} ({node.address}) failed (exit {rc}):\n{progress.log_tail(node)}")
+
+
+def _event(run: _Run, report: Reporter, text: str) -> None:
+    run.events.append(text)
+    report.note(text)
+
+
+def _no_step_message(run: _Run, opts: Options) -> str:
+    tails = "\n".join(f"--- {n.name}:\n{progress.log_tail(n, 5)}" for n in run.lay.nodes)
+    return (f"no training step after {opts.first_step_timeout_s:.0f} s; the nodes could not form the job. "
+            f"Last lines of each node:\n{tails}")
+
+
+def _nproc(plan: ClusterPlan) -> int:
+    return next(int(a.split("=", 1)[1]) for a in plan.torchrun if a.startswith("--nproc-per-node="))
+
+
+def _summary(run: _Run) -> dict:
+    history = progress.steps(run.lay)
+    job = progress.job_summary(run.lay) or {}
+    world = job.get("world_size", 0)
+    return {
+        "cluster": run.plan.name,
+        "mode": run.st.mode,
+        "nodes": world // _nproc(run.plan),
+        "ranks": world,
+        "steps_completed": job.get("steps_completed", 0),
+        "final_loss": job.get("final_loss"),
+        "tokens_per_s": job.get("tokens_per_s"),
+        "seconds_to_first_step": round(history[0].time - run.started, 2) if history else None,
+        "seconds_total": round(time.time() - run.started, 2),
+        "checkpoints": progress.checkpoints(run.lay),
+        "resumed_from_step": job.get("resumed_from_step"),
+        "segments": [[seg[0].step, seg[-1].step] for seg in progress.segments(history)],
+        "events": run.events,
+        "logs": str(run.lay.directory / "nodes"),
+    }
+
+
+def down(plan: ClusterPlan) -> list[str]:
+    """Remove every process, namespace (with its links and rules) and file `up` made; safe to run twice."""
+    _require_local(plan)
+    lay = layout(plan)
+    st = statefile.load(lay.state_file)
+    names = [lay.bridge_namespace, *(n.namespace for n in lay.nodes)]
+    present = network.existing() & set(names) if network.namespaces_available() is None else set()
+    groups = list(st.processes.values()) if st else []
+    processes.end(groups, sorted(present))
+    for namespace in sorted(present):
+        network.delete(namespace)
+    removed = [f"namespace {ns}" for ns in sorted(present)]
+    if lay.directory.exists():
+        shutil.rmtree(lay.directory)
+        removed.append(f"directory {lay.directory}")
+    return removed
+
+
+def status(plan: ClusterPlan) -> dict | None:
+    """The cluster as it is now, or None when it is not up."""
+    _require_local(plan)
+    lay = layout(plan)
+    st = statefile.load(lay.state_file)
+    if st is None:
+        return None
+    history = progress.steps(lay)
+    nodes = []
+    for node in lay.nodes:
+        pids = network.pids(node.namespace) if st.mode == "namespaces" and os.geteuid() == 0 else []
+        nodes.append({"name": node.name, "address": node.address, "namespace": node.namespace if
+                      st.mode == "namespaces" else None, "processes": len(pids), "failure": progress.failure(node)})
+    return {"cluster": st.cluster, "mode": st.mode, "phase": st.phase, "message": st.message,
+            "since_s": round(time.time() - st.started_unix, 1), "nodes": nodes,
+            "last_step": history[-1].step if history else None,
+            "loss": history[-1].loss if history else None, "checkpoints": progress.checkpoints(lay)}
+
+
+def kill_node(plan: ClusterPlan, name: str) -> None:
+    """Fault drill: the node's machine dies (every process in its namespace, SIGKILL)."""
+    lay = layout(plan)
+    st = statefile.load(lay.state_file)
+    if st is None or st.phase != "running":
+        raise LocalError(f"cluster '{plan.name}' is not running", EXIT_USAGE)
+    if st.mode == "namespaces":
+        processes.kill_namespace(lay.node(name).namespace)
+    else:
+        processes.end([st.processes[name]], [], grace_s=0)
+
+
+def spot_notice(plan: ClusterPlan, name: str) -> None:
+    """Fault drill: the cloud announces the node's interruption on its (fake) metadata endpoint."""
+    lay = layout(plan)
+    if not lay.node(name).spot:
+        raise LocalError(f"node {name} is not a spot node (market.spotPercent makes workers spot)", EXIT_USAGE)
+    inject_notice(lay.notices, name)

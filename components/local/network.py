@@ -1,0 +1,54 @@
+"""Network namespaces: a bridge namespace holding br0 (and the fake metadata endpoint's address), and one namespace
+per node whose eth0 is a veth on that bridge. Nothing is added to the host's own network; deleting the namespaces
+deletes every link with them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from components.local.errors import sh
+from components.local.layout import Layout, Node
+
+
+def namespaces_available() -> str | None:
+    """None when this process can make network namespaces, else why not (the loopback fallback says so)."""
+    if os.geteuid() != 0:
+        return "not running as root"
+    if not shutil.which("ip"):
+        return "iproute2 (`ip`) is not installed"
+    return None
+
+
+def existing() -> set[str]:
+    return {line.split()[0] for line in sh("ip", "netns", "list").stdout.splitlines() if line.strip()}
+
+
+def create_bridge(lay: Layout) -> None:
+    ns = lay.bridge_namespace
+    sh("ip", "netns", "add", ns)
+    sh("ip", "-n", ns, "link", "add", lay.bridge, "type", "bridge")
+    sh("ip", "-n", ns, "addr", "add", f"{lay.metadata_address}/{lay.prefix_len}", "dev", lay.bridge)
+    for link in (lay.bridge, "lo"):
+        sh("ip", "-n", ns, "link", "set", link, "up")
+
+
+def create_node(lay: Layout, node: Node, mtu: int) -> None:
+    """The node's namespace with eth0 at its plan address (the interface name the plan's NCCL/gloo env expects)."""
+    sh("ip", "netns", "add", node.namespace)
+    sh("ip", "link", "add", "eth0", "netns", node.namespace, "mtu", str(mtu), "type", "veth",
+       "peer", "name", node.veth, "netns", lay.bridge_namespace)
+    sh("ip", "-n", node.namespace, "addr", "add", f"{node.address}/{lay.prefix_len}", "dev", "eth0")
+    for link in ("eth0", "lo"):
+        sh("ip", "-n", node.namespace, "link", "set", link, "up")
+    sh("ip", "-n", lay.bridge_namespace, "link", "set", node.veth, "mtu", str(mtu), "master", lay.bridge, "up")
+
+
+def pids(namespace: str) -> list[int]:
+    result = sh("ip", "netns", "pids", namespace, check=False)
+    return [int(p) for p in result.stdout.split()] if result.returncode == 0 else []
+
+
+def delete(namespace: str) -> None:
+    """Idempotent: a namespace that is already gone is fine."""
+    sh("ip", "netns", "del", namespace, check=False)

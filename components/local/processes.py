@@ -1,0 +1,91 @@
+"""Starting and ending the processes of a local cluster: each node's bootstrap (`gpufleet-node start` in its
+namespace) and the fake metadata server. Each leads its own process group; a node's namespace names every process
+that belongs to it, so a node can be killed whole (a lost machine) and nothing outlives `fleet down`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from components.local import network
+from components.local.layout import Layout, Node
+from components.local.metadata import port
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _in(namespace: str | None, cmd: list[str]) -> list[str]:
+    return ["ip", "netns", "exec", namespace, *cmd] if namespace else cmd
+
+
+def start_node(node: Node, entry: Path, namespaced: bool) -> subprocess.Popen:
+    """The node boots like a fresh machine: a clean environment, the job's Python first on PATH, its root."""
+    env = ["env", "-i", f"PATH={VENV_BIN}:{SYSTEM_PATH}", f"GPUFLEET_ROOT={node.root}", f"HOME={node.root}",
+           "PYTHONUNBUFFERED=1", "LANG=C.UTF-8"]
+    node.log.parent.mkdir(parents=True, exist_ok=True)
+    with open(node.log, "ab") as log:
+        return subprocess.Popen(_in(node.namespace if namespaced else None, [*env, str(entry), "start"]),
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, cwd=node.root)
+
+
+def start_metadata(lay: Layout, namespaced: bool, address: str) -> subprocess.Popen:
+    """The fake metadata server; returns once it listens."""
+    ports = [f"{n.name}={port}" for n, port in zip(lay.nodes, metadata_ports(lay), strict=True)]
+    cmd = [sys.executable, "-m", "components.local.metadata", str(lay.notices), address, *ports]
+    proc = subprocess.Popen(_in(lay.bridge_namespace if namespaced else None, cmd), cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True, text=True)
+    proc.stdout.readline()
+    return proc
+
+
+def metadata_ports(lay: Layout) -> list[int]:
+    return [port(index) for index in range(len(lay.nodes))]
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _signal(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def kill_namespace(namespace: str) -> None:
+    """A lost machine: every process of the node dies at once, no chance to checkpoint."""
+    _signal(network.pids(namespace), signal.SIGKILL)
+
+
+def end(groups: list[int], namespaces: list[str], grace_s: float = 5.0) -> None:
+    """SIGTERM to every recorded group and every process in the namespaces, SIGKILL to what is left after grace_s."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in groups:
+            _signal_group(pid, sig)
+        for namespace in namespaces:
+            _signal(network.pids(namespace), sig)
+        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 0)
+        while time.monotonic() < deadline and (_alive(groups) or any(network.pids(ns) for ns in namespaces)):
+            time.sleep(0.1)
+
+
+def _alive(groups: list[int]) -> bool:
+    for pid in groups:
+        try:
+            os.killpg(pid, 0)
+            return True
+        except (ProcessLookupError, PermissionError):
+            continue
+    return False

@@ -1,0 +1,150 @@
+"""`fleet up | down | status | drill`: the local cluster (cloud: local) on this machine.
+
+`up` shows its progress on stderr and ends with a summary (`--json`: the summary alone on stdout); the cluster's
+network stays until `down`. `drill` injects the faults the cluster must survive into a running cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from components.local import cluster
+from components.local.errors import LocalError
+from fleet.stacks import resolve, spec_and_plan
+from training.config import TrainConfig
+
+
+class RichReporter:
+    """Progress lines on stderr: phases, notes, and one line per logged step (throttled to every tenth)."""
+
+    def __init__(self, console: Console, total: int) -> None:
+        self.console, self.total = console, total
+
+    def phase(self, text: str) -> None:
+        self.console.print(f"[bold]•[/] {text}")
+
+    def note(self, text: str) -> None:
+        self.console.print(f"[yellow]![/] {text}")
+
+    def step(self, step: int, loss: float) -> None:
+        if step == 1 or step % 10 == 0 or step == self.total:
+            self.console.print(f"  step {step}/{self.total}  loss {loss:.4f}")
+
+
+def _port_range(text: str) -> tuple[str, int, int]:
+    node, _, ports = text.partition(":")
+    low, _, high = ports.partition("-")
+    try:
+        return node, int(low), int(high or low)
+    except ValueError:
+        raise SystemExit(f"fleet up: --close-port wants NODE:PORT or NODE:LOW-HIGH, got '{text}'") from None
+
+
+def register(subparsers) -> None:
+    from fleet.cli import add_stack_args
+
+    up = subparsers.add_parser("up", help="bring a local stack up on this machine and run its job")
+    add_stack_args(up)
+    up.add_argument("--first-step-timeout", type=float, default=60.0, metavar="S",
+                    help="fail when no training step happened after S seconds (default 60)")
+    up.add_argument("--close-port", action="append", default=[], type=_port_range, metavar="NODE:PORTS",
+                    help="fault drill: close TCP PORT or LOW-HIGH in NODE's firewall (e.g. head:29400)")
+    up.set_defaults(run=run_up)
+    down = subparsers.add_parser("down", help="remove every namespace, rule, process and file `fleet up` made")
+    add_stack_args(down, json_flag=False)
+    down.set_defaults(run=run_down)
+    status = subparsers.add_parser("status", help="show the local cluster: nodes, namespaces, processes, last step")
+    add_stack_args(status)
+    status.set_defaults(run=run_status)
+    drill = subparsers.add_parser("drill", help="inject a fault into the running local cluster")
+    add_stack_args(drill, json_flag=False)
+    drill.add_argument("fault", choices=["kill", "spot"], help="kill: the node dies; spot: an interruption notice")
+    drill.add_argument("node", help="node name, e.g. worker-1")
+    drill.set_defaults(run=run_drill)
+
+
+def _plan(args):
+    spec, plan = spec_and_plan(resolve(args.stack, args.stack_file))
+    return spec, plan
+
+
+def _fail(error: LocalError) -> int:
+    print(f"fleet: {error}", file=sys.stderr)
+    return error.code
+
+
+def run_up(args) -> int:
+    spec, plan = _plan(args)
+    total = int(spec.job.get("steps", TrainConfig.steps))
+    console = Console(stderr=True)
+    opts = cluster.Options(total_steps=total, first_step_timeout_s=args.first_step_timeout,
+                           close_ports=tuple(args.close_port))
+    try:
+        summary = cluster.up(plan, opts, RichReporter(console, total))
+    except LocalError as error:
+        return _fail(error)
+    except KeyboardInterrupt:
+        print(f"fleet: interrupted; processes stopped. `fleet down --stack {plan.stack}` removes the rest.",
+              file=sys.stderr)
+        return 130
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        table = Table(title=f"{plan.name}: job finished", show_header=False)
+        for key, value in summary.items():
+            table.add_row(key, "\n".join(value) if key == "events" else str(value))
+        Console().print(table)
+        console.print(f"The cluster's network stays up: `fleet status --stack {plan.stack}`, "
+                      f"`fleet down --stack {plan.stack}`.")
+    return 0
+
+
+def run_down(args) -> int:
+    _, plan = _plan(args)
+    try:
+        removed = cluster.down(plan)
+    except LocalError as error:
+        return _fail(error)
+    print(f"removed {', '.join(removed)}" if removed else f"cluster '{plan.name}' is not up; nothing to remove")
+    return 0
+
+
+def run_status(args) -> int:
+    _, plan = _plan(args)
+    try:
+        current = cluster.status(plan)
+    except LocalError as error:
+        return _fail(error)
+    if current is None:
+        print(f"cluster '{plan.name}' is not up", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(current))
+        return 0
+    table = Table(title=f"{current['cluster']} ({current['mode']}): {current['phase']}, {current['since_s']} s, "
+                        f"last step {current['last_step']}, checkpoints {current['checkpoints']}")
+    for column in ("node", "address", "namespace", "processes", "gate"):
+        table.add_column(column)
+    for node in current["nodes"]:
+        table.add_row(node["name"], node["address"], node["namespace"] or "-", str(node["processes"]),
+                      node["failure"] or "ok")
+    Console().print(table)
+    if current["message"]:
+        print(current["message"])
+    return 0
+
+
+def run_drill(args) -> int:
+    _, plan = _plan(args)
+    try:
+        (cluster.kill_node if args.fault == "kill" else cluster.spot_notice)(plan, args.node)
+    except LocalError as error:
+        return _fail(error)
+    except KeyError:
+        print(f"fleet: no node '{args.node}' in cluster '{plan.name}'", file=sys.stderr)
+        return 2
+    return 0
