@@ -9,8 +9,10 @@ The same entry point runs as one process, on one node, or elastically across nod
 
 NCCL is used on GPUs and gloo on CPU. SIGTERM / SIGUSR1 (the spot watcher)
 make every rank stop at the next step boundary after a checkpoint, exit code
-0; the next start resumes from it, with any world size. For multi-node runs the
-checkpoint directory must be storage every node can read. The last stdout line
+0; the next start resumes from it, with any world size. Ranks that stop only
+because a rank elsewhere was signalled (a spot node leaving) exit with code 75
+instead, so their elastic agent restarts them and the job goes on without it.
+For multi-node runs the checkpoint directory must be storage every node can read. The last stdout line
 on rank 0 is a JSON summary (also written to ``<run_dir>/summary.json``).
 Bad settings exit with code 2 and a one-paragraph message on stderr.
 """
@@ -35,6 +37,10 @@ from training.data import ShardedBatches, open_source
 from training.distributed import Dist, setup
 from training.metrics import MetricsWriter, mfu, peak_tflops
 from training.model import GPT, select_attention_backend
+
+
+# EX_TEMPFAIL: stopped with a checkpoint because another node is leaving; torchrun restarts this rank to go on.
+EXIT_PEER_STOPPED = 75
 
 
 class StopFlag:
@@ -263,6 +269,7 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
         "checkpoints_written": checkpoints_written,
         "resumed_from_step": resumed_from,
         "stopped_by_signal": stop_now,
+        "signal": stop.signal_name,
         "data_position": data.position,
     }
 
@@ -288,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         print(json.dumps(summary), flush=True)
-    return 0
+    return EXIT_PEER_STOPPED if summary["stopped_by_signal"] and summary["signal"] is None else 0
 
 
 if __name__ == "__main__":
