@@ -1,1 +1,1 @@
-"""gpufleet's policies: plain functions over resources as the engine sees them, shared by CrossGuard and `fleet plan`."""
+"""gpufleet's policies: plain functions over resources as the engine sees them, for CrossGuard and `fleet plan`."""

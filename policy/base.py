@@ -58,6 +58,11 @@ def known(value: Any) -> bool:
     return value not in (None, "", UNKNOWN)
 
 
+def present(value: Any) -> bool:
+    """Whether a value is set, known or not: an id unknown during preview still references something."""
+    return value not in (None, "")
+
+
 def of_type(resources: list[Resource], *tokens: str) -> list[Resource]:
     """The resources of the given Pulumi type tokens, in registration order."""
     return [r for r in resources if r["type"] in tokens]

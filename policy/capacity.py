@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from components.catalog import lookup
 from policy import types as t
-from policy.base import Inputs, Resource, items, known, mapping, of_type
+from policy.base import Inputs, Resource, items, known, mapping, of_type, present
 from policy.storage import spot_resources
 
 SPOT_STRATEGIES = ("SpotAsPriceGo", "SpotWithPriceLimit")
@@ -42,7 +42,7 @@ def placement_one_zone(resources: list[Resource]) -> Iterable[tuple[str, str]]:
         if len(zones := _distinct(r["inputs"].get("availabilityZone") for r in nodes)) > 1:
             yield "deployment set", f"nodes span zones {sorted(zones)}; use one."
     for cluster in of_type(resources, t.TC_HPC_CLUSTER):
-        members = [r for r in of_type(resources, t.TC_INSTANCE) if known(r["inputs"].get("hpcClusterId"))]
+        members = [r for r in of_type(resources, t.TC_INSTANCE) if present(r["inputs"].get("hpcClusterId"))]
         zones = _distinct([cluster["inputs"].get("zone")] + [r["inputs"].get("availabilityZone") for r in members])
         if len(zones) > 1:
             yield cluster["name"], f"the HPC cluster and its nodes span zones {sorted(zones)}; use one."
@@ -55,8 +55,8 @@ def capacity_block_alone(resources: list[Resource]) -> Iterable[tuple[str, str]]
     blocks = [r for r in of_type(resources, t.AWS_LAUNCH_TEMPLATE, t.AWS_INSTANCE)
               if mapping(r["inputs"].get("instanceMarketOptions")).get("marketType") == "capacity-block"]
     for block in blocks:
-        if of_type(resources, t.AWS_PLACEMENT_GROUP) or known(mapping(block["inputs"].get("placement"))
-                                                              .get("groupName")):
+        grouped = present(mapping(block["inputs"].get("placement")).get("groupName"))
+        if grouped or of_type(resources, t.AWS_PLACEMENT_GROUP):
             yield block["name"], "a Capacity Block cannot be combined with a placement group; remove the group."
         if spot_resources(resources):
             yield block["name"], "a Capacity Block cannot be mixed with spot capacity; set spotPercent to 0."
@@ -65,7 +65,7 @@ def capacity_block_alone(resources: list[Resource]) -> Iterable[tuple[str, str]]
 def spot_outside_deployment_set(kind: str, inputs: Inputs) -> Iterable[str]:
     """Alibaba documents that spot instances cannot be created in a deployment set (the doc may be old: advisory)."""
     spot = kind in (t.ALI_INSTANCE, t.ALI_LAUNCH_TEMPLATE) and inputs.get("spotStrategy") in SPOT_STRATEGIES
-    if spot and known(inputs.get("deploymentSetId")):
+    if spot and present(inputs.get("deploymentSetId")):
         yield "spot instances may fail to launch inside a deployment set; use on-demand or drop the set."
 
 
@@ -75,7 +75,7 @@ def hcc_in_hpc_cluster(kind: str, inputs: Inputs) -> Iterable[str]:
         return
     row = lookup("tencentcloud", inputs["instanceType"])
     hcc = row.fabric == "rdma" if row is not None else str(inputs["instanceType"]).upper().startswith("HCC")
-    if hcc and not known(inputs.get("hpcClusterId")):
+    if hcc and not present(inputs.get("hpcClusterId")):
         yield f"{inputs['instanceType']} is an HCC type: set hpcClusterId to a cvm.HpcCluster in the same zone."
-    elif not hcc and known(inputs.get("hpcClusterId")):
+    elif not hcc and present(inputs.get("hpcClusterId")):
         yield f"{inputs['instanceType']} is not an HCC type and cannot join an HPC cluster; drop hpcClusterId."

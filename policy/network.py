@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from components.plan.firewall import INTERNET_OPT_IN
 from policy import types as t
-from policy.base import Inputs, Resource, items, known, of_type, truthy
+from policy.base import Inputs, Resource, items, of_type, present, truthy
 
 ANYWHERE = ("0.0.0.0/0", "::/0")
 OPT_IN_HINT = ("name the networks in network.sshCidrs instead, or opt in with network.allowInternet: true "
@@ -76,7 +76,7 @@ def _erdma_in_use(resources: list[Resource]) -> bool:
 
 def _aws_self_rules(resources: list[Resource]) -> Iterable[tuple[str, str]]:
     for direction, kind in (("ingress", t.AWS_SG_INGRESS), ("egress", t.AWS_SG_EGRESS)):
-        if not any(r["inputs"].get("ipProtocol") == "-1" and known(r["inputs"].get("referencedSecurityGroupId"))
+        if not any(r["inputs"].get("ipProtocol") == "-1" and present(r["inputs"].get("referencedSecurityGroupId"))
                    for r in of_type(resources, kind)):
             yield "security group", (f"EFA needs an all-traffic {direction} rule referencing the group itself "
                                      "(ingress-only fails with 'Unresponsive receiver').")
@@ -89,7 +89,7 @@ def _ali_self_rules(resources: list[Resource]) -> Iterable[tuple[str, str]]:
     rules = of_type(resources, t.ALI_SG_RULE)
     for direction in ("ingress", "egress"):
         if not any(r["inputs"].get("type") == direction and r["inputs"].get("ipProtocol") == "all"
-                   and known(r["inputs"].get("sourceSecurityGroupId")) for r in rules):
+                   and present(r["inputs"].get("sourceSecurityGroupId")) for r in rules):
             yield "security group", (f"eRDMA needs the group open to itself: innerAccessPolicy Accept, or an "
                                      f"{direction} rule for all protocols with sourceSecurityGroupId = the group.")
 
@@ -99,7 +99,7 @@ def _tc_self_rules(resources: list[Resource]) -> Iterable[tuple[str, str]]:
     for direction in ("ingresses", "egresses"):
         entries = [e for s in sets for e in items(s["inputs"].get(direction))]
         if not any(str(e.get("protocol", "")).upper() == "ALL" and str(e.get("action", "")).upper() == "ACCEPT"
-                   and known(e.get("sourceSecurityId")) for e in entries):
+                   and present(e.get("sourceSecurityId")) for e in entries):
             yield "security group", (f"HCC RDMA needs the group open to itself: an {direction[:-2]} entry with "
                                      "protocol ALL, action ACCEPT and sourceSecurityId = the group.")
 
@@ -110,5 +110,5 @@ def fabric_self_both_ways(resources: list[Resource]) -> Iterable[tuple[str, str]
         yield from _aws_self_rules(resources)
     if _erdma_in_use(resources):
         yield from _ali_self_rules(resources)
-    if any(known(r["inputs"].get("hpcClusterId")) for r in of_type(resources, t.TC_INSTANCE)):
+    if any(present(r["inputs"].get("hpcClusterId")) for r in of_type(resources, t.TC_INSTANCE)):
         yield from _tc_self_rules(resources)

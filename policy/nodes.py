@@ -17,10 +17,10 @@ SECRET_PATTERNS = (
     ("an AWS access key id", re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b")),
     ("an AWS secret access key", re.compile(r"(?i)aws_secret_access_key\s*[=:]\s*['\"]?[A-Za-z0-9/+]{40}")),
     ("a private key", re.compile(r"-----BEGIN ([A-Z]+ )?PRIVATE KEY-----")),
-    ("a password", re.compile(r"(?i)\b(password|passwd|pwd)\b\s*[=:]\s*['\"]?[^\s'\"$]{6,}")),
+    ("a password", re.compile(r"(?i)(?<![a-z])(password|passwd|pwd)(?![a-z])\s*[=:]\s*['\"]?[^\s'\"$]{6,}")),
     # An opaque value: 20+ characters with a digit and no path separator (paths to secret files are fine).
     ("a token or API key", re.compile(
-        r"(?i)\b(token|secret|api[_-]?key|access[_-]?key)\b\s*[=:]\s*['\"]?(?=[\w+-]*\d)[\w+-]{20,}")),
+        r"(?i)(?<![a-z])(token|secret|api[_-]?key|access[_-]?key)(?![a-z])\s*[=:]\s*['\"]?(?=[\w+-]*\d)[\w+-]{20,}")),
     ("a GitHub or Slack token", re.compile(r"\b(gh[pousr]_[A-Za-z0-9]{36}|xox[abprs]-[A-Za-z0-9-]{10,})\b")),
 )
 # Fields holding user-data per type: (field, already base64?).
