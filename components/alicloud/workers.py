@@ -66,8 +66,8 @@ class AliWorkers(pulumi.ComponentResource):
             force_delete=True, opts=child, **disk_args(plan), **_spot(plan), **_reservation(plan))
         if scaling.gpu_util_target is not None:
             # Scale on the average GPU utilisation of the group.
-            alicloud.ess.ScalingRule(f"{name}-gpu-util", scaling_group_id=self.group.id,
-                                     scaling_rule_name=f"{name}-gpu-util", scaling_rule_type="TargetTrackingScalingRule",
-                                     metric_type="system", metric_name=GPU_METRIC,
-                                     target_value=scaling.gpu_util_target, opts=child)
+            alicloud.ess.ScalingRule(
+                f"{name}-gpu-util", scaling_group_id=self.group.id, scaling_rule_name=f"{name}-gpu-util",
+                scaling_rule_type="TargetTrackingScalingRule", metric_type="system", metric_name=GPU_METRIC,
+                target_value=scaling.gpu_util_target, opts=child)
         self.register_outputs({"scalingGroupId": self.group.id})
