@@ -1,0 +1,90 @@
+"""Two local-mode nodes in their own network namespaces, booted from their rendered user-data, join one c10d
+rendezvous on the head's address and all-reduce with gloo: what the local cluster will do, minus its supervisor."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import subprocess
+import tarfile
+from dataclasses import replace
+
+import pytest
+from bootstrap_cases import CASES
+from bootstrap_helpers import VENV_BIN
+
+from components.bootstrap import install_files, render_user_data
+
+TRAIN = b"""import os, pathlib, sys, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(t)
+ckpt = pathlib.Path(sys.argv[sys.argv.index("--checkpoint-dir") + 1])
+ckpt.mkdir(parents=True, exist_ok=True)
+(ckpt / f"rank{dist.get_rank()}").write_text(f"{t.item()} {os.environ['GLOO_SOCKET_IFNAME']}")
+dist.destroy_process_group()
+"""
+SUBNET = "10.231.77"
+
+
+def sh(*cmd: str) -> None:
+    subprocess.run(cmd, check=True, capture_output=True)
+
+
+@pytest.fixture
+def namespaces():
+    """A bridge namespace and two node namespaces, each node with eth0 on the bridge; removed afterwards."""
+    if os.geteuid() != 0 or subprocess.run(["ip", "netns", "list"], check=False).returncode != 0:
+        pytest.skip("needs root and iproute2 for network namespaces")
+    tag = f"gft{os.getpid() % 100000}"
+    bridge, nodes = f"{tag}br", [f"{tag}n0", f"{tag}n1"]
+    for ns in [bridge, *nodes]:
+        sh("ip", "netns", "add", ns)
+    try:
+        sh("ip", "-n", bridge, "link", "add", "br0", "type", "bridge")
+        sh("ip", "-n", bridge, "link", "set", "br0", "up")
+        for i, ns in enumerate(nodes):
+            sh("ip", "link", "add", f"{tag}v{i}", "netns", ns, "type", "veth", "peer", "name", f"p{i}", "netns", bridge)
+            sh("ip", "-n", ns, "link", "set", f"{tag}v{i}", "name", "eth0")
+            sh("ip", "-n", ns, "addr", "add", f"{SUBNET}.{i + 1}/24", "dev", "eth0")
+            for link in ("eth0", "lo"):
+                sh("ip", "-n", ns, "link", "set", link, "up")
+            sh("ip", "-n", bridge, "link", "set", f"p{i}", "master", "br0", "up")
+        yield nodes
+    finally:
+        for ns in [*nodes, bridge]:
+            subprocess.run(["ip", "netns", "del", ns], check=False)
+
+
+def test_two_nodes_rendezvous_and_all_reduce(namespaces, tmp_path):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in (("training/__init__.py", b""), ("training/train.py", TRAIN)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    sha = hashlib.sha256(buf.getvalue()).hexdigest()
+    (tmp_path / f"{sha}.tar.gz").write_bytes(buf.getvalue())
+    head = replace(
+        CASES["local-head"],
+        head_address=f"{SUBNET}.1",
+        spot=False,
+        job_args=(),
+        code_uri=f"file://{tmp_path}/{sha}.tar.gz",
+        code_sha256=sha,
+        checkpoint_dir="/ckpt",
+        checkpoint_uri=f"file://{tmp_path}/bucket",
+    )
+    procs = []
+    for ns, node in zip(namespaces, (head, replace(head, role="worker")), strict=True):
+        root = tmp_path / ns
+        entry = install_files(render_user_data(node), root)
+        env = {"PATH": f"{VENV_BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "GPUFLEET_ROOT": str(root)}
+        cmd = ["ip", "netns", "exec", ns, str(entry), "start"]
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outputs = [p.communicate(timeout=180)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], "\n".join(outputs)
+    assert sorted(p.name for p in (tmp_path / "bucket").iterdir()) == ["rank0", "rank1"]
+    for rank in ("rank0", "rank1"):
+        assert (tmp_path / "bucket" / rank).read_text() == "3.0 eth0"
