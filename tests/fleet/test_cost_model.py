@@ -1,0 +1,48 @@
+"""components.plan.cost: the arithmetic, price ageing and the cross-cloud comparison, without a CLI."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from components.clouds import CLOUDS
+from components.plan.cost import HOURS_PER_MONTH, Assumptions, estimate, is_stale, price_age_days, same_gpus
+
+
+def test_three_ways_of_paying():
+    found = estimate(10.0, nodes=4, spot=2, assumptions=Assumptions(spot_discount=0.6, reserved_discount=0.3))
+    assert found.on_demand == pytest.approx(40.0)
+    assert found.spot_mix == pytest.approx(2 * 10 + 2 * 4)
+    assert found.reserved == pytest.approx(2 * 7 + 2 * 4)
+    assert found.monthly(found.on_demand) == pytest.approx(40.0 * HOURS_PER_MONTH)
+
+
+def test_region_factor_scales_every_figure():
+    base = Assumptions(0.6, 0.3)
+    plain, dear = estimate(10.0, 2, 1, base), estimate(10.0, 2, 1, base.override(region_factor=1.5))
+    assert dear.spot_mix == pytest.approx(plain.spot_mix * 1.5) and dear.price == pytest.approx(15.0)
+
+
+def test_override_keeps_defaults_for_none():
+    assert Assumptions(0.6, 0.3).override(spot_discount=None, reserved_discount=0.5) == Assumptions(0.6, 0.5)
+
+
+def test_missing_price_is_none_everywhere():
+    found = estimate(None, 3, 1, Assumptions(0.6, 0.3))
+    assert (found.on_demand, found.spot_mix, found.reserved, found.monthly(found.spot_mix)) == (None,) * 4
+
+
+def test_price_age_and_staleness():
+    assert price_age_days("2026-07-20", date(2026, 8, 1)) == 12
+    assert not is_stale("2026-07-20", date(2026, 8, 1))
+    assert is_stale("2026-07-20", date(2026, 12, 1)) and not is_stale("2026-07-20", date(2026, 12, 1), 200)
+    assert price_age_days("", date(2026, 8, 1)) is None and is_stale("", date(2026, 8, 1))
+
+
+def test_same_gpus_sizes_each_type_and_puts_unpriced_last():
+    options = same_gpus("A100", 32, 0.0, [CLOUDS[c] for c in ("aws", "alicloud", "tencentcloud")], {})
+    assert all(o.instance.gpu_model == "A100" and o.nodes * o.instance.gpus >= 32 for o in options)
+    priced = [o.estimate.spot_mix is not None for o in options]
+    assert priced == sorted(priced, reverse=True) and priced[0]
+    assert options[0].instance.name == "p4d.24xlarge"
