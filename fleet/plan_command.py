@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from components.plan.model import ClusterPlan
+from fleet.diagram import mermaid
 from fleet.preview import Preview, run_program
 from fleet.stacks import resolve, spec_and_plan
 from policy.rules import evaluate
@@ -48,6 +49,7 @@ def register(subparsers) -> None:
 
     parser = subparsers.add_parser("plan", help="preview a stack's resources offline (no Pulumi CLI, no credentials)")
     add_stack_args(parser)
+    parser.add_argument("--diagram", action="store_true", help="print the topology as a Mermaid block instead")
     parser.set_defaults(run=run)
 
 
@@ -56,6 +58,9 @@ def run(args) -> int:
     _, plan = spec_and_plan(stack)
     document = report(run_program(stack), plan)
     mandatory = [v for v in document["violations"] if v["level"] == "mandatory"]
+    if args.diagram:
+        print(mermaid(plan))
+        return EXIT_VIOLATION if mandatory else EXIT_CLEAN
     if args.json:
         print(json.dumps(document, indent=2, sort_keys=False, default=str))
         return EXIT_VIOLATION if mandatory else EXIT_CLEAN
