@@ -140,6 +140,7 @@ def test_train_verifies_the_bundle_pulls_the_checkpoint_and_starts_torchrun(loca
         "--rdzv-endpoint=127.0.0.1:29400",
         "--rdzv-id=local",
         "--rdzv-conf=is_host=1",
+        "--max-restarts=100",
         "--local-addr=127.0.0.1",
         "-m",
         "training.train",
