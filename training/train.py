@@ -38,7 +38,6 @@ from training.distributed import Dist, setup
 from training.metrics import MetricsWriter, mfu, peak_tflops
 from training.model import GPT, select_attention_backend
 
-
 # EX_TEMPFAIL: stopped with a checkpoint because another node is leaving; torchrun restarts this rank to go on.
 EXIT_PEER_STOPPED = 75
 
@@ -186,6 +185,7 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
     warmup = max(0, min(cfg.timing_warmup_steps, planned - 1))
     seconds_to_first_step = None
     checkpoints_written: list[int] = []
+    checkpoint_seconds = 0.0
     stop_now = False
     loss_value = float("nan")
     last_log = timed_from = (time.perf_counter(), step)
@@ -238,8 +238,15 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
             writer.advance(step)
         due = cfg.checkpoint_every and step % cfg.checkpoint_every == 0
         if due or (stopping and (stop_now or cfg.checkpoint_at_end or step < cfg.steps)):
+            _sync(d.device)
+            began = time.perf_counter()
             _save(cfg, d, step, model, optimizer, scheduler, data)
             checkpoints_written.append(step)
+            # Checkpoint time is reported apart, not folded into step time and tokens/s.
+            spent = time.perf_counter() - began
+            checkpoint_seconds += spent
+            last_log = (last_log[0] + spent, last_log[1])
+            timed_from = (timed_from[0] + spent, timed_from[1])
         if stopping:
             break
 
@@ -267,6 +274,7 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
         "device": torch.cuda.get_device_name(d.device) if cuda else "cpu",
         "seconds_to_first_step": seconds_to_first_step,
         "checkpoints_written": checkpoints_written,
+        "checkpoint_seconds": checkpoint_seconds,
         "resumed_from_step": resumed_from,
         "stopped_by_signal": stop_now,
         "signal": stop.signal_name,
