@@ -43,7 +43,8 @@ def region_and_zone(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]
         yield Problem(cloud.region_key, "is not set.", f"add `{cloud.region_key}: <region>` under config.")
     elif not spec.zone.startswith(spec.region):
         yield Problem(_at("zone"), f"{spec.zone!r} is not a zone of region {spec.region!r}.",
-                      f"use a zone of {spec.region}, e.g. {spec.region}a, or change {cloud.region_key}.")
+                      f"use a zone whose name starts with {spec.region} (see the cloud's zone list), "
+                      f"or change {cloud.region_key}.")
 
 
 def instance_type(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
