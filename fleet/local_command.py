@@ -56,6 +56,7 @@ def register(subparsers) -> None:
     up.set_defaults(run=run_up)
     down = subparsers.add_parser("down", help="remove every namespace, rule, process and file `fleet up` made")
     add_stack_args(down, json_flag=False)
+    down.add_argument("--keep-bucket", action="store_true", help="keep the checkpoints and code bundle")
     down.set_defaults(run=run_down)
     status = subparsers.add_parser("status", help="show the local cluster: nodes, namespaces, processes, last step")
     add_stack_args(status)
@@ -106,7 +107,7 @@ def run_up(args) -> int:
 def run_down(args) -> int:
     _, plan = _plan(args)
     try:
-        removed = cluster.down(plan)
+        removed = cluster.down(plan, args.keep_bucket)
     except LocalError as error:
         return _fail(error)
     print(f"removed {', '.join(removed)}" if removed else f"cluster '{plan.name}' is not up; nothing to remove")

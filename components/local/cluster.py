@@ -225,8 +225,9 @@ def _summary(run: _Run) -> dict:
     }
 
 
-def down(plan: ClusterPlan) -> list[str]:
-    """Remove every process, namespace (with its links and rules) and file `up` made; safe to run twice."""
+def down(plan: ClusterPlan, keep_bucket: bool = False) -> list[str]:
+    """Remove every process, namespace (with its links and rules) and file `up` made; safe to run twice.
+    keep_bucket leaves the checkpoints and code bundle, as deleting a cloud cluster leaves its bucket."""
     _require_local(plan)
     lay = layout(plan)
     st = statefile.load(lay.state_file)
@@ -237,9 +238,18 @@ def down(plan: ClusterPlan) -> list[str]:
     for namespace in sorted(present):
         network.delete(namespace)
     removed = [f"namespace {ns}" for ns in sorted(present)]
+    kept = {lay.bucket} if keep_bucket else set()
     if lay.directory.exists():
-        shutil.rmtree(lay.directory)
-        removed.append(f"directory {lay.directory}")
+        for path in lay.directory.iterdir():
+            if path in kept:
+                continue
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        if not kept:
+            lay.directory.rmdir()
+        removed.append(f"directory {lay.directory}" + (" (bucket kept)" if kept else ""))
     return removed
 
 

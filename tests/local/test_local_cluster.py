@@ -1,0 +1,249 @@
+"""The local cluster end to end: `fleet up` on real network namespaces with the plan's nftables firewall, the node
+scripts booting each node from its user-data, and the bundled job trained across them; then the faults it must
+survive. The end-to-end tests need root (CI runs them as root); the rest run anywhere."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.local import cloudconfig, firewall, layout
+from components.plan.model import FirewallRule
+from fleet.stacks import resolve, spec_and_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+FLEET = [sys.executable, "-m", "fleet"]
+JOB = {"model": "tiny", "seqLen": 128, "globalBatch": 16, "microBatch": 4, "logEvery": 1}
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces and nftables "
+                                                           "(CI runs tests/local as root)")
+
+
+def stack(tmp_path: Path, name: str, **cluster) -> Path:
+    body = {"cloud": "local", "instanceType": "cpu", "nodes": 2, "network": {"vpcCidr": "10.77.0.0/24"}} | cluster
+    path = tmp_path / f"Pulumi.{name}.yaml"
+    path.write_text(yaml.safe_dump({"config": {"gpufleet:cluster": body}}))
+    return path
+
+
+def fleet(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([*FLEET, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+class Cluster:
+    """One local cluster for a test: `up` in the background or in the foreground, always `down` at the end."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lay = layout.layout(spec_and_plan(resolve(None, str(path)))[1])
+        self.proc: subprocess.Popen | None = None
+
+    def up(self, *extra: str) -> subprocess.CompletedProcess:
+        return fleet("up", "--stack-file", str(self.path), "--json", *extra)
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen([*FLEET, "up", "--stack-file", str(self.path), "--json"], cwd=ROOT,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def finish(self, timeout: float = 240) -> dict:
+        out, err = self.proc.communicate(timeout=timeout)
+        assert self.proc.returncode == 0, err
+        return json.loads(out.splitlines()[-1]) | {"stderr": err}
+
+    def wait_for_step(self, step: int, timeout: float = 90) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.steps() and self.steps()[-1] >= step:
+                return
+            assert self.proc.poll() is None, self.proc.communicate()[1]
+            time.sleep(0.2)
+        raise AssertionError(f"no step {step} after {timeout} s")
+
+    def steps(self) -> list[int]:
+        found = []
+        for path in (self.lay.directory / "nodes").glob("*/var/lib/gpufleet/code/*/**/metrics.jsonl"):
+            found += [json.loads(line)["step"] for line in path.read_text().splitlines() if line.strip()]
+        return found
+
+    def drill(self, fault: str, node: str) -> None:
+        result = fleet("drill", "--stack-file", str(self.path), fault, node)
+        assert result.returncode == 0, result.stderr
+
+    def down(self, *extra: str) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+        fleet("down", "--stack-file", str(self.path), *extra)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    made = []
+
+    def make(name: str, **settings) -> Cluster:
+        made.append(Cluster(stack(tmp_path, name, **settings)))
+        return made[-1]
+
+    yield make
+    for item in made:
+        item.down()
+
+
+def netns() -> set[str]:
+    return set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split())
+
+
+def contiguous_accounting(segments: list[list[int]], total: int) -> list[int]:
+    """The steps that count: each job incarnation's steps up to where the next one resumed."""
+    counted: list[int] = []
+    for index, (first, last) in enumerate(segments):
+        end = segments[index + 1][0] - 1 if index + 1 < len(segments) else last
+        counted += range(first, end + 1)
+    return counted
+
+
+# --- no root needed -------------------------------------------------------------------------------------------
+
+
+def test_ruleset_drops_by_default_and_opens_the_plan_rules():
+    rules = (FirewallRule("ingress", "tcp", 50000, 51000, "self", "NCCL"),
+             FirewallRule("ingress", "tcp", 29400, 29400, "self", "rendezvous"),
+             FirewallRule("ingress", "tcp", 22, 22, "192.0.2.0/24", "ssh"),
+             FirewallRule("ingress", "all", 0, 65535, "self", "all"),
+             FirewallRule("egress", "tcp", 443, 443, "0.0.0.0/0", "https"))
+    text = firewall.ruleset(rules, ("10.0.0.10", "10.0.0.11"))
+    assert "policy drop;" in text and 'iif "lo" accept' in text and "ct state established,related accept" in text
+    assert "elements = { 10.0.0.10, 10.0.0.11 }" in text
+    assert 'ip saddr @members tcp dport 50000-51000 accept comment "NCCL"' in text
+    assert 'ip saddr @members tcp dport 29400 accept comment "rendezvous"' in text
+    assert 'ip saddr 192.0.2.0/24 tcp dport 22 accept comment "ssh"' in text
+    assert 'ip saddr @members accept comment "all"' in text
+    assert "443" not in text, "egress rules have nothing to restrict on a bridge with no way out"
+
+
+def test_cloud_config_writes_files_with_encodings_and_instance_data(tmp_path):
+    packed = base64.b64encode(gzip.compress(b"zipped")).decode()
+    user_data = "#cloud-config\n" + yaml.safe_dump({"write_files": [
+        {"path": "/opt/gpufleet/bin/gpufleet-node", "permissions": "0755", "content": "#!/bin/sh\n"},
+        {"path": "/etc/gpufleet/node.env", "content": "URL='http://{metadata}/spot'\n"},
+        {"path": "/etc/a", "encoding": "gz+b64", "content": packed},
+        {"path": "/etc/b", "encoding": "b64", "content": base64.b64encode(b"plain").decode()},
+        {"path": "/etc/b", "append": True, "content": "+more"},
+    ]})
+    encoded = base64.b64encode(gzip.compress(user_data.encode()))
+    entry = cloudconfig.execute(encoded, tmp_path, {"metadata": "10.0.0.1:8001"})
+    assert entry == tmp_path / "opt/gpufleet/bin/gpufleet-node" and os.access(entry, os.X_OK)
+    assert (tmp_path / "etc/gpufleet/node.env").read_text() == "URL='http://10.0.0.1:8001/spot'\n"
+    assert (tmp_path / "etc/a").read_bytes() == b"zipped"
+    assert (tmp_path / "etc/b").read_bytes() == b"plain+more"
+
+
+def test_layout_puts_the_head_at_the_plan_address(tmp_path):
+    plan = spec_and_plan(resolve(None, str(stack(tmp_path, "lt-layout", nodes={"min": 1, "desired": 2, "max": 3},
+                                                job={"microBatch": 4, "globalBatch": 48}))))[1]
+    lay = layout.layout(plan)
+    assert [(n.name, n.address) for n in lay.nodes] == [("head", plan.network.head_address),
+                                                         ("worker-1", plan.network.node_addresses(2)[1])]
+    assert lay.members == plan.network.node_addresses(3)
+    assert lay.metadata_address not in lay.members
+
+
+def test_up_refuses_a_cloud_stack():
+    result = fleet("up", "--stack", "aws-p5")
+    assert result.returncode == 2
+    assert "local stacks only" in result.stderr and "Traceback" not in result.stderr
+
+
+# --- end to end, as root --------------------------------------------------------------------------------------
+
+
+@needs_root
+def test_default_run_trains_across_two_namespaces_and_down_removes_everything(cluster):
+    c = cluster("lt-default", job=JOB | {"steps": 40, "checkpointEvery": 20})
+    result = c.up()
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["nodes"], summary["ranks"], summary["steps_completed"]) == (2, 4, 40)
+    assert summary["checkpoints"] == [20, 40] and summary["final_loss"] < 5.5 and summary["tokens_per_s"] > 0
+    assert summary["seconds_to_first_step"] < 60 and summary["segments"] == [[1, 40]]
+    head = c.lay.nodes[0]
+    rules = subprocess.run(["ip", "netns", "exec", head.namespace, "nft", "list", "ruleset"], capture_output=True,
+                           text=True).stdout
+    assert "policy drop" in rules and "10.77.0.10" in rules
+    status = json.loads(fleet("status", "--stack-file", str(c.path), "--json").stdout)
+    assert status["phase"] == "finished" and status["last_step"] == 40
+    again = c.up()
+    assert again.returncode == 2 and "already up" in again.stderr
+    assert fleet("down", "--stack-file", str(c.path)).returncode == 0
+    assert not {c.lay.bridge_namespace, *(n.namespace for n in c.lay.nodes)} & netns()
+    assert not c.lay.directory.exists()
+    assert fleet("down", "--stack-file", str(c.path)).returncode == 0, "down is idempotent"
+
+
+@needs_root
+def test_killed_worker_the_job_reforms_and_resumes_from_the_last_checkpoint(cluster):
+    c = cluster("lt-kill", nodes={"min": 1, "desired": 2, "max": 2}, job=JOB | {"steps": 120, "checkpointEvery": 20})
+    c.start()
+    c.wait_for_step(30)
+    c.drill("kill", "worker-1")
+    summary = c.finish()
+    assert any("worker-1 was lost" in e for e in summary["events"])
+    assert (summary["steps_completed"], summary["ranks"]) == (120, 2)
+    resumed = summary["resumed_from_step"]
+    assert resumed is not None and resumed % 20 == 0 and resumed >= 20
+    assert summary["segments"][-1] == [resumed + 1, 120]
+    assert contiguous_accounting(summary["segments"], 120) == list(range(1, 121)), summary["segments"]
+
+
+@needs_root
+def test_spot_notice_the_node_checkpoints_leaves_and_rejoins(cluster):
+    c = cluster("lt-spot", nodes={"min": 1, "desired": 2, "max": 2}, market={"spotPercent": 100},
+                job=JOB | {"steps": 150, "checkpointEvery": 50})
+    c.start()
+    c.wait_for_step(10)
+    c.drill("spot", "worker-1")
+    summary = c.finish()
+    assert any("worker-1 left after its spot notice" in e for e in summary["events"])
+    assert any("worker-1 rejoins" in e for e in summary["events"])
+    assert summary["steps_completed"] == 150
+    segments = summary["segments"]
+    assert len(segments) >= 2
+    assert [s[0] for s in segments[1:]] == [s[1] + 1 for s in segments[:-1]], f"a step lost or repeated: {segments}"
+    assert summary["ranks"] == 4, "the replacement node is back in the job at the end"
+
+
+@needs_root
+def test_corrupt_latest_checkpoint_resume_falls_back_to_the_previous_one(cluster):
+    c = cluster("lt-corrupt", job=JOB | {"steps": 30, "checkpointEvery": 10})
+    first = c.up()
+    assert first.returncode == 0, first.stderr
+    c.down("--keep-bucket")
+    latest = c.lay.bucket / "checkpoints" / "step_00000030" / "state.pt"
+    latest.write_bytes(latest.read_bytes()[:-100])
+    second = c.up()
+    assert second.returncode == 0, second.stderr
+    summary = json.loads(second.stdout)
+    assert summary["resumed_from_step"] == 20 and summary["steps_completed"] == 30
+    head_log = (c.lay.directory / "nodes" / "head.log").read_text()
+    assert "skipping checkpoint" in head_log and "step_00000030" in head_log
+
+
+@needs_root
+@pytest.mark.parametrize("closed", ["29400", "50000-51000"])
+def test_closed_port_fails_fast_naming_the_node_and_port(cluster, closed):
+    c = cluster(f"lt-fw{closed[:2]}", network={"vpcCidr": "10.77.0.0/24", "ncclPortRange": "50000-51000"},
+                job=JOB | {"steps": 20})
+    started = time.time()
+    result = c.up(f"--close-port=head:{closed}")
+    assert result.returncode == 1 and time.time() - started < 60
+    port = closed.split("-")[0]
+    assert "worker-1" in result.stderr and f"10.77.0.10:{port}" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr.splitlines()[0]
