@@ -261,7 +261,7 @@ def user_data_files(user_data: str) -> list[NodeFile]:
     """The write_files of rendered user-data, decoded: what cloud-init would write."""
     files = []
     for entry in yaml.safe_load(user_data).get("write_files", []):
-        files.append(NodeFile(entry["path"], entry["content"].encode(), entry["permissions"]))
+        files.append(NodeFile(entry["path"], entry["content"].encode(), entry.get("permissions", "0644")))
     return files
 
 
