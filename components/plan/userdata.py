@@ -16,6 +16,8 @@ HEALTH_GATE_FRACTION = 0.7
 PROMETHEUS_PORT = 9090
 GRAFANA_PORT = 3000
 CHECKPOINT_DIR = "/var/lib/gpufleet/checkpoints"
+# What the bundled job imports, pinned as pyproject's `train` extra pins it; nodes install it into their own venv.
+JOB_PACKAGES = ("torch==2.13.0", "numpy>=1.26", "rich>=13")
 
 
 def gate_threshold(row: InstanceType) -> float:
@@ -39,5 +41,6 @@ def role_user_data(spec: ClusterSpec, cloud: CloudProfile, row: InstanceType, *,
         imds_token_url=cloud.imds_token_url, busbw_min_gbps=gate_threshold(row), driver_version=DRIVER_VERSION,
         cuda_version=CUDA_VERSION, plain_image=not image.has_drivers, metrics_ports=metrics_ports,
         prometheus_port=PROMETHEUS_PORT, grafana_port=GRAFANA_PORT, local=spec.cloud == "local",
+        pip_packages=() if spec.cloud == "local" else JOB_PACKAGES,
     )
     return render_user_data(node)

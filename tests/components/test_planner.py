@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,8 @@ from components.plan.firewall import plan_firewall
 from components.plan.network import plan_network
 from components.stackfile import load_stack_file
 from fleet.stacks import spec_and_plan
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def plan_of(write_stack, cluster):
@@ -112,3 +115,19 @@ def test_user_data_differs_by_role_and_names_the_head(write_stack, aws_cluster):
 def test_plan_is_deterministic(write_stack, aws_cluster):
     path = write_stack(aws_cluster)
     assert spec_and_plan(load_stack_file(path))[1] == spec_and_plan(load_stack_file(path))[1]
+
+
+def test_nodes_install_the_job_packages_pyproject_pins():
+    import tomllib
+
+    from components.plan.userdata import JOB_PACKAGES
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = set(project["optional-dependencies"]["train"]) | {d for d in project["dependencies"] if "rich" in d}
+    assert set(JOB_PACKAGES) == declared
+
+
+def test_cloud_nodes_get_the_job_packages_local_nodes_use_the_host(write_stack, aws_cluster):
+    assert "torch==2.13.0" in plan_of(write_stack, aws_cluster).worker.user_data
+    local = spec_and_plan(load_stack_file(ROOT / "stacks" / "Pulumi.local.yaml"))[1]
+    assert "torch==2.13.0" not in local.worker.user_data
