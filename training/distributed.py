@@ -82,6 +82,16 @@ def pin_to_gpu_numa_node(device_index: int) -> set[int] | None:
     return allowed or None
 
 
+def _attempt_store() -> dist.Store | None:
+    """Elastic restarts reuse the agent's store, which still holds the previous attempt's gloo addresses (a re-formed
+    group would wait on dead peers): give each restart its own key prefix. None outside torchrun (env:// defaults)."""
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
+    if attempt is None or "MASTER_ADDR" not in os.environ:
+        return None
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False)
+    return dist.PrefixStore(f"gpufleet/attempt_{attempt}", store)
+
+
 def setup(device_choice: str = "auto") -> Dist:
     """Initialise the process group (NCCL on GPUs, gloo on CPU) and select this rank's device."""
     rank = int(os.environ.get("RANK", 0))
@@ -99,6 +109,8 @@ def setup(device_choice: str = "auto") -> Dist:
     control = None
     if world_size > 1:
         backend = "nccl" if use_cuda else "gloo"
-        dist.init_process_group(backend=backend, device_id=device if use_cuda else None)
+        store = _attempt_store()
+        dist.init_process_group(backend=backend, device_id=device if use_cuda else None, store=store,
+                                rank=rank if store else -1, world_size=world_size if store else -1)
         control = dist.new_group(backend="gloo") if use_cuda else dist.group.WORLD
     return Dist(rank=rank, local_rank=local_rank, world_size=world_size, device=device, control_group=control)
