@@ -70,11 +70,17 @@ class TrainConfig:
         default="synthetic",
     )
     run_dir: str = _doc("Directory for metrics, TensorBoard events and summary.json.", default="runs/default")
-    checkpoint_dir: str = _doc("Directory for checkpoints; empty means <run_dir>/checkpoints.", default="")
+    checkpoint_dir: str = _doc(
+        "Directory for checkpoints, on each node's own disk (every node keeps a copy; shared storage also works); "
+        "empty means <run_dir>/checkpoints.",
+        default="",
+    )
     checkpoint_every: int = _doc("Write a checkpoint every N steps; 0 only on signals and at the end.", default=200)
     keep_checkpoints: int = _doc("Keep the last K checkpoints.", default=3)
     checkpoint_at_end: bool = _doc("Write a checkpoint after the last step.", default=True)
-    resume: bool = _doc("Resume from the latest valid checkpoint in checkpoint_dir when one exists.", default=True)
+    resume: bool = _doc(
+        "Resume from the newest valid checkpoint any node holds in its checkpoint_dir, when one exists.", default=True
+    )
     log_every: int = _doc("Read the loss back from the device and log metrics every N steps.", default=10)
     compile: str = _doc("torch.compile: 'auto' (on for CUDA, off for CPU), 'on' or 'off'.", default="auto")
     compile_mode: str = _doc(

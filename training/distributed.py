@@ -19,6 +19,8 @@ import torch.distributed as dist
 class Dist:
     rank: int
     local_rank: int
+    node_rank: int
+    """torchrun's GROUP_RANK: ranks with the same value share a node, and so its local checkpoint directory."""
     world_size: int
     device: torch.device
     control_group: dist.ProcessGroup | None
@@ -27,6 +29,11 @@ class Dist:
     @property
     def is_main(self) -> bool:
         return self.rank == 0
+
+    @property
+    def is_node_main(self) -> bool:
+        """The first rank of its node: the one that reads and writes the node's checkpoints."""
+        return self.local_rank == 0
 
     @property
     def enabled(self) -> bool:
@@ -40,13 +47,21 @@ class Dist:
         dist.all_reduce(value, op=dist.ReduceOp.MAX, group=self.control_group)
         return bool(value.item())
 
-    def broadcast_object(self, obj):
-        """Rank 0's ``obj`` on every rank."""
+    def broadcast_object(self, obj, src: int = 0):
+        """Rank ``src``'s ``obj`` on every rank (pickled, over the gloo control group)."""
         if not self.enabled:
             return obj
         box = [obj]
-        dist.broadcast_object_list(box, src=0, group=self.control_group)
+        dist.broadcast_object_list(box, src=src, group=self.control_group)
         return box[0]
+
+    def all_gather_object(self, obj) -> list:
+        """Every rank's ``obj``, indexed by rank (pickled, over the gloo control group)."""
+        if not self.enabled:
+            return [obj]
+        gathered = [None] * self.world_size
+        dist.all_gather_object(gathered, obj, group=self.control_group)
+        return gathered
 
     def close(self) -> None:
         if dist.is_initialized():
@@ -96,6 +111,7 @@ def setup(device_choice: str = "auto") -> Dist:
     """Initialise the process group (NCCL on GPUs, gloo on CPU) and select this rank's device."""
     rank = int(os.environ.get("RANK", 0))
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    node_rank = int(os.environ.get("GROUP_RANK", 0))
     world_size = int(os.environ.get("WORLD_SIZE", 1))
     use_cuda = torch.cuda.is_available() if device_choice == "auto" else device_choice == "cuda"
     if use_cuda:
@@ -113,4 +129,11 @@ def setup(device_choice: str = "auto") -> Dist:
         dist.init_process_group(backend=backend, device_id=device if use_cuda else None, store=store,
                                 rank=rank if store else -1, world_size=world_size if store else -1)
         control = dist.new_group(backend="gloo") if use_cuda else dist.group.WORLD
-    return Dist(rank=rank, local_rank=local_rank, world_size=world_size, device=device, control_group=control)
+    return Dist(
+        rank=rank,
+        local_rank=local_rank,
+        node_rank=node_rank,
+        world_size=world_size,
+        device=device,
+        control_group=control,
+    )

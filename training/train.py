@@ -5,15 +5,16 @@ The same entry point runs as one process, on one node, or elastically across nod
     python -m training.train --model tiny --steps 40
     torchrun --standalone --nproc-per-node=8 -m training.train --model gpt2
     torchrun --nnodes=1:4 --nproc-per-node=8 --rdzv-backend=c10d --rdzv-endpoint=HEAD:29400 \\
-        -m training.train --model gpt2 --checkpoint-dir /shared/ckpt
+        -m training.train --model gpt2 --checkpoint-dir /var/lib/gpufleet/checkpoints
 
 NCCL is used on GPUs and gloo on CPU. SIGTERM / SIGUSR1 (the spot watcher)
 make every rank stop at the next step boundary after a checkpoint, exit code
 0; the next start resumes from it, with any world size. Ranks that stop only
 because a rank elsewhere was signalled (a spot node leaving) exit with code 75
 instead, so their elastic agent restarts them and the job goes on without it.
-For multi-node runs the checkpoint directory must be storage every node can read. The last stdout line
-on rank 0 is a JSON summary (also written to ``<run_dir>/summary.json``).
+Every node keeps its own copy of each checkpoint in its local checkpoint directory
+(no shared storage needed); a resume starts from the newest copy any node holds.
+The last stdout line on rank 0 is a JSON summary (also written to ``<run_dir>/summary.json``).
 Bad settings exit with code 2 and a one-paragraph message on stderr.
 """
 
@@ -26,6 +27,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -80,12 +82,11 @@ def _mean_over_ranks(value: torch.Tensor, d: Dist) -> float:
 
 
 def _save(cfg: TrainConfig, d: Dist, step: int, model, optimizer, scheduler, data: ShardedBatches) -> None:
-    """Collective: gathers every rank's RNG state, rank 0 writes, all wait until it is durable."""
-    rngs = [checkpoint.rng_state()]
-    if d.enabled:
-        rngs = [None] * d.world_size
-        dist.all_gather_object(rngs, checkpoint.rng_state(), group=d.control_group)
-    if d.is_main:
+    """Collective: gathers every rank's RNG state; the first rank of each node writes its node's own copy, so a
+    node that outlives the others (no shared storage) still holds the newest checkpoint; all wait until every copy
+    is durable. DDP keeps the state replicated, so the copies are identical."""
+    rngs = d.all_gather_object(checkpoint.rng_state())
+    if d.is_node_main:
         state = {
             "model": model.state_dict(),
             "optimizer": optimizer.state_dict(),
@@ -101,21 +102,81 @@ def _save(cfg: TrainConfig, d: Dist, step: int, model, optimizer, scheduler, dat
         dist.barrier(group=d.control_group)
 
 
-def _resume(cfg: TrainConfig, d: Dist, model, optimizer, scheduler) -> tuple[int, int, int | None]:
-    """Restore the latest valid checkpoint; returns (step, data position, resumed_from_step)."""
+class Newest(NamedTuple):
+    """Where the newest valid checkpoint is, as every rank agrees on it."""
+
+    step: int
+    source: int
+    """The lowest rank whose node holds it."""
+    here: bool
+    """This rank's node holds it."""
+    everywhere: bool
+    """Every node holds it."""
+
+
+def _newest_checkpoint(cfg: TrainConfig, d: Dist) -> Newest | None:
+    """The newest valid checkpoint any node holds, or None where no node holds one (or resume is off).
+
+    Only each node's first rank looks (verifying reads every byte); the answers are shared with every rank.
+    """
     found = None
-    if d.is_main and cfg.resume:
+    if cfg.resume and d.is_node_main:
         found = checkpoint.latest_valid(Path(cfg.resolved_checkpoint_dir()))
-    path = d.broadcast_object(str(found) if found else None)
-    if path is None:
-        return 0, 0, None
-    state = checkpoint.read(Path(path))
+    mine = (d.node_rank, checkpoint.step_of(found) if found else None) if d.is_node_main else None
+    reports = d.all_gather_object(mine)
+    node_steps = dict(filter(None, reports))
+    newest = max((step for step in node_steps.values() if step is not None), default=None)
+    if newest is None:
+        return None
+    source = next(rank for rank, report in enumerate(reports) if report and report[1] == newest)
+    everywhere = all(step == newest for step in node_steps.values())
+    return Newest(newest, source, node_steps[d.node_rank] == newest, everywhere)
+
+
+def _check_compatible(cfg: TrainConfig, state: dict, where: str) -> None:
+    """Refuse a checkpoint of another model or global batch: its weights, schedule and data position do not fit."""
     if state["config"]["model"] != cfg.model or state["config"]["global_batch"] != cfg.global_batch:
         raise ConfigError(
-            f"Checkpoint {path} was written for model '{state['config']['model']}' with global_batch="
+            f"Checkpoint {where} was written for model '{state['config']['model']}' with global_batch="
             f"{state['config']['global_batch']}, but this run has model '{cfg.model}' with global_batch="
             f"{cfg.global_batch}. Use the original settings or another 'checkpoint_dir' (or 'resume' false)."
         )
+
+
+def _receive(cfg: TrainConfig, d: Dist, newest: Newest, root: Path) -> tuple[dict, str]:
+    """(state, description) of the newest checkpoint, sent by the source rank to every rank as the state file's
+    bytes; the nodes that lacked it write those bytes, so they hold an identical copy from now on.
+
+    Cost: the whole file (about 12 bytes per parameter with AdamW) goes pickled through the gloo control group to
+    each rank, and every rank holds it in host memory twice (bytes and state) while loading: slow for large models,
+    but it happens once, only after a node lost its newest checkpoint or joined empty.
+    """
+    path = checkpoint.step_path(root, newest.step)
+    mine = (path / checkpoint.STATE).read_bytes() if d.rank == newest.source else None
+    data = d.broadcast_object(mine, src=newest.source)
+    state = checkpoint.loads(data)
+    where = f"{path.name} of rank {newest.source}'s node, sent to the nodes without it"
+    _check_compatible(cfg, state, where)
+    if d.is_node_main and not newest.here:
+        checkpoint.save_bytes(root, newest.step, data, cfg.keep_checkpoints)
+    return state, where
+
+
+def _resume(cfg: TrainConfig, d: Dist, model, optimizer, scheduler) -> tuple[int, int, int | None]:
+    """Restore the newest valid checkpoint any node holds; returns (step, data position, resumed_from_step).
+
+    Where every node holds it, each rank reads its own node's copy; otherwise it is sent from a node that has it.
+    """
+    newest = _newest_checkpoint(cfg, d)
+    if newest is None:
+        return 0, 0, None
+    root = Path(cfg.resolved_checkpoint_dir())
+    if newest.everywhere:
+        path = checkpoint.step_path(root, newest.step)
+        state, where = checkpoint.read(path), str(path)
+        _check_compatible(cfg, state, where)
+    else:
+        state, where = _receive(cfg, d, newest, root)
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
@@ -123,7 +184,7 @@ def _resume(cfg: TrainConfig, d: Dist, model, optimizer, scheduler) -> tuple[int
     checkpoint.set_rng_state(rngs[d.rank] if d.rank < len(rngs) else rngs[0])
     if d.is_main:
         print(
-            f"resumed from {path} (step {state['step']}, written by {state['world_size']} ranks, now {d.world_size})",
+            f"resumed from {where} (step {state['step']}, written by {state['world_size']} ranks, now {d.world_size})",
             file=sys.stderr,
         )
     return state["step"], state["data_position"], state["step"]

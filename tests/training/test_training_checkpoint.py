@@ -6,6 +6,8 @@ import time
 import torch
 from train_helpers import assert_same_params, final_params, start, summary, train
 
+from training import checkpoint
+
 
 def test_stop_and_resume_equals_uninterrupted(tmp_path):
     common = ["--steps", "8", "--global-batch", "4", "--micro-batch", "2"]
@@ -86,3 +88,27 @@ def test_missing_manifest_falls_back_and_old_checkpoints_are_pruned(tmp_path):
     assert "manifest missing" in result.stderr
     assert summary(result)["resumed_from_step"] == 4
     assert final_params(tmp_path / "checkpoints")
+
+
+def test_second_writer_of_a_step_keeps_the_first_complete_copy(tmp_path):
+    checkpoint.save(tmp_path, 3, {"writer": "first"}, keep=3)
+    checkpoint.save(tmp_path, 3, {"writer": "second"}, keep=3)
+    assert checkpoint.read(checkpoint.step_path(tmp_path, 3)) == {"writer": "first"}
+    assert [p.name for p in tmp_path.iterdir()] == ["step_00000003"]
+
+
+def test_damaged_copy_of_a_step_is_replaced(tmp_path):
+    state = checkpoint.save(tmp_path, 3, {"writer": "first"}, keep=3) / checkpoint.STATE
+    state.write_bytes(state.read_bytes()[:10])
+    checkpoint.save(tmp_path, 3, {"writer": "second"}, keep=3)
+    assert checkpoint.verify(checkpoint.step_path(tmp_path, 3)) is None
+    assert checkpoint.read(checkpoint.step_path(tmp_path, 3)) == {"writer": "second"}
+
+
+def test_pruning_spares_another_writers_save_of_the_same_step(tmp_path):
+    crashed = tmp_path / ".tmp_step_00000002_deadbeef"
+    in_progress = tmp_path / ".tmp_step_00000004_otherwriter"
+    crashed.mkdir()
+    in_progress.mkdir()
+    checkpoint.save(tmp_path, 4, {}, keep=3)
+    assert not crashed.exists() and in_progress.exists()

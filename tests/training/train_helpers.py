@@ -1,9 +1,11 @@
-"""Run the training job as a real process (one process, or two ranks under torchrun on gloo)."""
+"""Run the training job as a real process (one process, two ranks under torchrun, or two torchrun "nodes"; gloo)."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +78,55 @@ def assert_same_params(a: dict, b: dict, atol: float) -> None:
     assert a.keys() == b.keys()
     for name in a:
         torch.testing.assert_close(a[name], b[name], atol=atol, rtol=0, msg=lambda m, n=name: f"{n}: {m}")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def node_command(args: list[str], node_rank: int, nnodes: int, port: int) -> list[str]:
+    """One torchrun agent of a multi-node job on localhost (static rendezvous: node_rank is the GROUP_RANK)."""
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nnodes={nnodes}",
+        f"--node-rank={node_rank}",
+        "--nproc-per-node=1",
+        "--master-addr=127.0.0.1",
+        f"--master-port={port}",
+        "-m",
+        "training.train",
+        *TINY,
+        *args,
+    ]
+
+
+def train_nodes(args: list[str], node_dirs: list[Path]) -> list[subprocess.CompletedProcess]:
+    """Run one torchrun "node" per directory, side by side on this machine, each in its directory (so the same
+    relative --checkpoint-dir is a different disk per node, as on a cluster); node 0 holds rank 0."""
+    port = _free_port()
+    nodes = [
+        subprocess.Popen(
+            node_command(args, rank, len(node_dirs), port),
+            cwd=node_dir,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        for rank, node_dir in enumerate(node_dirs)
+    ]
+    try:
+        outputs = [node.communicate(timeout=120) for node in nodes]
+    finally:
+        for node in nodes:
+            if node.poll() is None:
+                os.killpg(node.pid, signal.SIGKILL)  # the agent and its workers: a hung peer must not outlive the test
+    results = [subprocess.CompletedProcess(n.args, n.returncode, *out) for n, out in zip(nodes, outputs, strict=True)]
+    for rank, result in enumerate(results):
+        assert result.returncode == 0, f"node {rank}: exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return results
