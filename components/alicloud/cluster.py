@@ -13,6 +13,7 @@ from components.alicloud.security import AliSecurity
 from components.alicloud.storage import AliStorage
 from components.alicloud.workers import AliWorkers
 from components.plan.model import ClusterPlan
+from components.realizers.outputs import plan_outputs
 
 
 class AliCluster(pulumi.ComponentResource):
@@ -31,15 +32,12 @@ class AliCluster(pulumi.ComponentResource):
         workers = (AliWorkers(name, plan, network.private.id, security.group.id, role, opts=child)
                    if plan.scaling.workers_max > 0 else None)
         self.outputs: dict[str, Any] = {
-            "headAddress": plan.network.head_address,
+            **plan_outputs(plan),
             "headInstanceId": head.instance.id,
             "workerGroup": workers.group.id if workers else None,
             "deploymentSet": head.deployment_set.id if head.deployment_set else None,
             "securityGroupId": security.group.id,
             "bucket": storage.bucket.bucket,
-            "checkpointUri": plan.storage.checkpoint_uri,
-            "hourlyCostUsd": plan.cost.expected_hourly,
-            "onDemandHourlyUsd": plan.cost.on_demand_hourly,
         }
         self.register_outputs(self.outputs)
 

@@ -12,6 +12,7 @@ from components.aws.network import AwsNetwork
 from components.aws.security import AwsSecurity
 from components.aws.storage import AwsStorage
 from components.plan.model import ClusterPlan
+from components.realizers.outputs import plan_outputs
 
 
 class AwsCluster(pulumi.ComponentResource):
@@ -28,15 +29,12 @@ class AwsCluster(pulumi.ComponentResource):
         self.compute = AwsCompute(name, plan, network.private.id, security.group.id, identity.profile.arn,
                                   opts=child)
         self.outputs: dict[str, Any] = {
-            "headAddress": plan.network.head_address,
+            **plan_outputs(plan),
             "headInstanceId": self.compute.head.id,
             "workerGroup": self.compute.workers.name if self.compute.workers else None,
             "placementGroup": self.compute.placement_group.name if self.compute.placement_group else None,
             "securityGroupId": security.group.id,
             "bucket": self.storage.bucket.bucket,
-            "checkpointUri": plan.storage.checkpoint_uri,
-            "hourlyCostUsd": plan.cost.expected_hourly,
-            "onDemandHourlyUsd": plan.cost.on_demand_hourly,
         }
         self.register_outputs(self.outputs)
 

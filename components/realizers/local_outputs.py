@@ -5,13 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from components.plan.model import ClusterPlan
+from components.realizers.outputs import plan_outputs
 
 
 def realize(plan: ClusterPlan) -> dict[str, Any]:
-    return {
-        "headAddress": plan.network.head_address,
-        "nodes": plan.scaling.nodes_desired,
-        "checkpointUri": plan.storage.checkpoint_uri,
-        "hourlyCostUsd": plan.cost.expected_hourly,
-        "bringUp": f"fleet up --stack {plan.stack}",
-    }
+    return {**plan_outputs(plan), "nodes": plan.scaling.nodes_desired, "bringUp": f"fleet up --stack {plan.stack}"}

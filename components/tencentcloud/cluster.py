@@ -9,6 +9,7 @@ import tencentcloud_iac_pulumi as tencentcloud
 
 from components.clouds.tencentcloud import is_hcc
 from components.plan.model import ClusterPlan
+from components.realizers.outputs import plan_outputs
 from components.tencentcloud.groups import TcWorkerGroups
 from components.tencentcloud.identity import TcIdentity
 from components.tencentcloud.instances import cvm_instance, hcc_workers
@@ -47,16 +48,13 @@ class TcCluster(pulumi.ComponentResource):
         workers = hcc_workers(name, plan, where, child) if hpc else []
         groups = TcWorkerGroups(name, plan, where, opts=child) if not hpc and plan.scaling.workers_max > 0 else None
         self.outputs: dict[str, Any] = {
-            "headAddress": plan.network.head_address,
+            **plan_outputs(plan),
             "headInstanceId": head.id,
             "workerGroups": {market: group.id for market, group in groups.groups.items()} if groups else None,
             "workerInstanceIds": [worker.id for worker in workers] or None,
             "hpcClusterId": hpc.id if hpc else None,
             "securityGroupId": security.group.id,
             "bucket": storage.bucket.bucket,
-            "checkpointUri": plan.storage.checkpoint_uri,
-            "hourlyCostUsd": plan.cost.expected_hourly,
-            "onDemandHourlyUsd": plan.cost.on_demand_hourly,
         }
         self.register_outputs(self.outputs)
 
