@@ -1,11 +1,14 @@
 """Node bootstrap: what one node role needs to boot into the job, rendered as cloud-init user-data.
 
 The planner builds one NodeBootstrap per role; `render_user_data` turns it into `#cloud-config` text. Its write_files
-carry the scripts in cloud-init/ (one set for the clouds and for local mode), the node's settings as a shell env file,
-the NCCL env file, the systemd units and, on the head node, the Prometheus config and the Grafana dashboard.
-On a cloud, runcmd enables the units: gate (driver, fabric, health) -> training, with the spot watcher, the
-checkpoint sync and the exporters beside it. In local mode `install_files` writes the same files under a node root
-and the local cluster runs `GPUFLEET_ROOT=<root> <root>/opt/gpufleet/bin/gpufleet-node start` in the node's namespace.
+carry only what a node needs to reach its bucket (and to report when it cannot): the entry script, the bucket copy
+and report scripts, their shared library, the node's settings as a shell env file and the NCCL env file. Everything
+else (the other node scripts, the systemd units, the monitoring config) comes with the content-addressed code bundle
+(components.bundle), whose hash user-data names, so any change still rolls the nodes.
+On a cloud, runcmd runs `gpufleet-node install` (bundle -> scripts and units) and enables the units: gate (driver,
+fabric, health) -> training, with the spot watcher, the checkpoint sync and the exporters beside it. In local mode
+`install_files` writes the same files under a node root and the local cluster runs
+`GPUFLEET_ROOT=<root> <root>/opt/gpufleet/bin/gpufleet-node start` (install, gate, training) in the node's namespace.
 No secret is ever rendered: nodes reach buckets and cloud APIs through their instance role.
 """
 
@@ -13,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import gzip
-import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,12 +25,12 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 CLOUD_INIT = REPO / "cloud-init"
-MONITORING = REPO / "monitoring"
+# What user-data carries: enough to fetch the bundle (and report a node that cannot); the rest comes from the bundle.
+USER_DATA_SCRIPTS = ("gpufleet-lib.sh", "gpufleet-node", "gpufleet-report", "gpufleet-store")
 
 BIN = "/opt/gpufleet/bin"
 ETC = "/etc/gpufleet"
 ENTRY = f"{BIN}/gpufleet-node"
-SYSTEMD = "/etc/systemd/system"
 
 SPOT_POLL_S = 5  # FACTS.md: poll the notice every 5 s
 SPOT_GRACE_S = 90  # AWS gives 120 s: leave time to push the checkpoint after the job wrote it
@@ -69,7 +71,9 @@ class NodeBootstrap:
     code_sha256: str  # the bundle's hash (a change rolls the nodes because user-data changes)
     spot: bool  # this role may run on spot/preemptible capacity -> start the spot watcher
     spot_notice_url: str  # the cloud's spot notice endpoint (FACTS.md); local: a fake endpoint URL
-    imds_token_url: str  # AWS IMDSv2 token URL ("" on other clouds)
+    metadata_url: str  # the cloud's instance metadata root, ".../latest/meta-data"
+    imds_token_url: str  # metadata session token URL (AWS IMDSv2, Alibaba hardened mode); "" = plain GETs
+    imds_token_header: str  # the token's header, e.g. "X-aws-ec2-metadata-token"; its TTL header adds "-ttl-seconds"
     busbw_min_gbps: float  # health gate: minimum all-reduce bus bandwidth in GB/s (nccl-tests unit); 0 = skip
     driver_version: str  # pinned NVIDIA driver, e.g. "570.133.20"
     cuda_version: str  # pinned CUDA, e.g. "12.8"
@@ -138,7 +142,9 @@ def node_env(node: NodeBootstrap) -> str:
         "spot_notice_url": node.spot_notice_url,
         "spot_poll_s": SPOT_POLL_S,
         "spot_grace_s": SPOT_GRACE_S,
+        "metadata_url": node.metadata_url,
         "imds_token_url": node.imds_token_url,
+        "imds_token_header": node.imds_token_header,
         "busbw_min": f"{node.busbw_min_gbps:g}",
         "driver_version": node.driver_version,
         "cuda_version": node.cuda_version,
@@ -168,37 +174,17 @@ def nccl_env(node: NodeBootstrap) -> str:
 
 
 def node_files(node: NodeBootstrap) -> list[NodeFile]:
-    """Every file this role's nodes get, in a stable order."""
-    head = node.role == "head"
-    skip = set()
-    if not node.spot:
-        skip.add("gpufleet-spot")
-    if not head:
-        skip.add("gpufleet-discover")
+    """The files user-data writes on this role's nodes, in a stable order."""
     files = [
-        NodeFile(f"{BIN}/{p.name}", p.read_bytes(), "0644" if p.suffix == ".sh" else "0755")
-        for p in sorted((CLOUD_INIT / "bin").iterdir())
-        if p.name not in skip
+        NodeFile(f"{BIN}/{name}", (CLOUD_INIT / "bin" / name).read_bytes(), "0644" if name.endswith(".sh") else "0755")
+        for name in USER_DATA_SCRIPTS
     ]
-    files.append(NodeFile(f"{BIN}/health_allreduce.py", (CLOUD_INIT / "health_allreduce.py").read_bytes(), "0755"))
     files.append(NodeFile(f"{ETC}/node.env", node_env(node).encode()))
     files.append(NodeFile(f"{ETC}/nccl.env", nccl_env(node).encode()))
     if node.port_range:
         lo, hi = node.port_range
         conf = f"# NCCL's ephemeral ports inside the firewall's range\nnet.ipv4.ip_local_port_range = {lo} {hi}\n"
         files.append(NodeFile("/etc/sysctl.d/60-gpufleet-ports.conf", conf.encode()))
-    if node.local:
-        return files
-    for unit in _units(node):
-        files.append(NodeFile(f"{SYSTEMD}/{unit}", (CLOUD_INIT / "systemd" / unit).read_bytes()))
-    if node.gpus:
-        files.append(NodeFile(f"{ETC}/dcgm-counters.csv", (MONITORING / "dcgm-counters.csv").read_bytes()))
-    if head:
-        prometheus = jinja2.Template((MONITORING / "prometheus.yml.j2").read_text(), keep_trailing_newline=True)
-        files.append(NodeFile(f"{ETC}/prometheus.yml", prometheus.render(cluster=json.dumps(node.cluster)).encode()))
-        dashboard = json.loads((MONITORING / "gpufleet-dashboard.json").read_text())
-        compact = json.dumps(dashboard, separators=(",", ":"), sort_keys=True) + "\n"
-        files.append(NodeFile(f"{ETC}/dashboards/gpufleet.json", compact.encode()))
     return files
 
 
@@ -231,6 +217,7 @@ def render_user_data(node: NodeBootstrap) -> str:
     return template.render(
         node=node,
         files=[_entry(f) for f in node_files(node)],
+        entry=ENTRY,
         enabled=[] if node.local else enabled,
         indent=_indent,
     )

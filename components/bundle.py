@@ -1,5 +1,8 @@
-"""The training code as one deterministic tar.gz: its hash names it in object storage and in user-data,
-so a code change changes every node's user-data and rolls the nodes."""
+"""The training code and the node's own files as one deterministic tar.gz: its hash names it in object storage and
+in user-data, so a change to either changes every node's user-data and rolls the nodes.
+
+User-data carries only what a node needs to reach its bucket (components.bootstrap); `gpufleet-node install` takes
+the node scripts, systemd units and monitoring files from here, which keeps user-data far below the 16 KB limit."""
 
 from __future__ import annotations
 
@@ -7,28 +10,42 @@ import gzip
 import hashlib
 import io
 import tarfile
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ("training",)
+# Paths in the archive are the repository's, so the node finds training/, cloud-init/bin/, ... under one directory.
+SOURCES = (
+    "training/**/*.py",
+    "cloud-init/bin/*",
+    "cloud-init/health_allreduce.py",
+    "cloud-init/systemd/*",
+    "monitoring/*",
+)
 
 
-def _files() -> list[Path]:
-    return sorted(p for source in SOURCES for p in (ROOT / source).rglob("*.py") if "__pycache__" not in p.parts)
+def source_files() -> dict[str, bytes]:
+    """Archive path -> content of every file SOURCES names (no caches, no folders)."""
+    paths = {p for pattern in SOURCES for p in ROOT.glob(pattern) if p.is_file() and "__pycache__" not in p.parts}
+    return {str(p.relative_to(ROOT)): p.read_bytes() for p in sorted(paths)}
+
+
+def build(files: Mapping[str, bytes]) -> bytes:
+    """Byte-for-byte the same for the same files: fixed order, modes, times, owners and gzip header. Modes are the
+    installer's business (gpufleet-node install), so a checkout's permission bits never change the hash."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(files):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(files[name]), 0o644, 0
+            tar.addfile(info, io.BytesIO(files[name]))
+    return gzip.compress(raw.getvalue(), compresslevel=9, mtime=0)
 
 
 @cache
 def bundle_bytes() -> bytes:
-    """Byte-for-byte the same for the same sources: fixed order, times, owners and gzip header."""
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for path in _files():
-            data = path.read_bytes()
-            info = tarfile.TarInfo(str(path.relative_to(ROOT)))
-            info.size, info.mode, info.mtime = len(data), 0o644, 0
-            tar.addfile(info, io.BytesIO(data))
-    return gzip.compress(raw.getvalue(), compresslevel=9, mtime=0)
+    return build(source_files())
 
 
 def bundle_sha256() -> str:

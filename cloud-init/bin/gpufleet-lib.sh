@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Sourced by every gpufleet node script: one place for paths (under GPUFLEET_ROOT in local mode), logging and the node's settings.
+# Sourced by every gpufleet node script: one place for paths (under GPUFLEET_ROOT in local mode), logging, instance
+# metadata and the node's settings.
 ROOT="${GPUFLEET_ROOT:-/}"
 ROOT="${ROOT%/}"
 ETC="$ROOT/etc/gpufleet"
@@ -10,11 +11,25 @@ export ROOT ETC STATE RUN BIN
 # shellcheck source=/dev/null
 . "$ETC/node.env"
 CKPT="$ROOT$GF_CHECKPOINT_DIR"
+CODE="$STATE/code/$GF_CODE_SHA256"
 [ ! -d "$ROOT/opt/gpufleet/venv/bin" ] || PATH="$ROOT/opt/gpufleet/venv/bin:$PATH"
 export PATH
-export CKPT
+export CKPT CODE
 mkdir -p "$STATE" "$RUN"
 
 log() { printf '%s gpufleet %s: %s\n' "$(date -u +%FT%TZ)" "${0##*/}" "$*" >&2; }
-die() { log "FATAL: $*"; printf '%s\n' "$*" > "$RUN/failure"; exit 1; }
+fail() { log "FATAL: $*"; printf '%s\n' "$*" > "$RUN/failure"; }
+die() { fail "$@"; exit 1; }
 is_local() { [ "$GF_LOCAL" = 1 ]; }
+
+# GET from instance metadata. Where the cloud requires a session token (AWS IMDSv2, Alibaba's hardened mode), PUT
+# for one first; the planner names the token URL and header per cloud, the two clouds differ only in those names.
+meta() { # URL
+  local token
+  if [ -z "$GF_IMDS_TOKEN_URL" ]; then
+    curl -fsS --max-time 3 "$1"
+    return
+  fi
+  token="$(curl -fsS --max-time 3 -X PUT -H "$GF_IMDS_TOKEN_HEADER-ttl-seconds: 21600" "$GF_IMDS_TOKEN_URL")" || return
+  curl -fsS --max-time 3 -H "$GF_IMDS_TOKEN_HEADER: $token" "$1"
+}

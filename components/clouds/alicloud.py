@@ -28,6 +28,10 @@ ALICLOUD = CloudProfile(
     mtu=MappingProxyType({"erdma": 8500, "tcp": 1500}),
     bucket_scheme="oss",
     spot_notice_url="http://100.100.100.200/latest/meta-data/instance/spot/termination-time",
+    metadata_url="http://100.100.100.200/latest/meta-data",
+    # Token GETs work on every ECS instance; the head's hardened metadata (http_tokens required) answers no other.
+    imds_token_url="http://100.100.100.200/latest/api/token",
+    imds_token_header="X-aliyun-ecs-metadata-token",
     spot_discount=0.60,
     reserved_discount=0.30,
     spot_strategies=MappingProxyType({

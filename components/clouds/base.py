@@ -30,7 +30,11 @@ class CloudProfile:
     mtu: Mapping[str, int]
     bucket_scheme: str
     spot_notice_url: str
+    metadata_url: str = ""  # instance metadata root (".../latest/meta-data") the node scripts read
+    # Session token for metadata GETs where the cloud requires one: PUT to the URL with "<header>-ttl-seconds",
+    # then send "<header>: <token>" (AWS IMDSv2, Alibaba's hardened mode); "" = plain GETs.
     imds_token_url: str = ""
+    imds_token_header: str = ""
     spot_discount: float = 0.0
     reserved_discount: float = 0.0
     max_user_data_bytes: int = 16384

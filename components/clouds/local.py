@@ -11,6 +11,7 @@ LOCAL = CloudProfile(
     mtu=MappingProxyType({"tcp": 1500}),
     bucket_scheme="file",
     spot_notice_url="http://{metadata}/latest/meta-data/spot/instance-action",
+    metadata_url="http://{metadata}/latest/meta-data",
     spot_strategies=MappingProxyType({"price-capacity-optimized": "emulated"}),
     unsupported=MappingProxyType({
         CAPACITY_BLOCK: "a local cluster has no capacity to reserve.",

@@ -78,6 +78,7 @@ TENCENTCLOUD = CloudProfile(
     mtu=MappingProxyType({"rdma": 1500, "tcp": 1500}),
     bucket_scheme="cos",
     spot_notice_url="http://metadata.tencentyun.com/latest/meta-data/spot/termination-time",
+    metadata_url="http://metadata.tencentyun.com/latest/meta-data",
     spot_discount=0.60,
     reserved_discount=0.30,
     max_user_data_bytes=16384,

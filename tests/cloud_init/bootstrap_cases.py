@@ -37,7 +37,9 @@ P5_HEAD = NodeBootstrap(
     code_sha256=SHA,
     spot=True,
     spot_notice_url=AWS_SPOT,
+    metadata_url="http://169.254.169.254/latest/meta-data",
     imds_token_url=AWS_TOKEN,
+    imds_token_header="X-aws-ec2-metadata-token",
     busbw_min_gbps=330.0,
     driver_version="570.133.20",
     cuda_version="12.8",
@@ -120,7 +122,9 @@ CASES: dict[str, NodeBootstrap] = {
         checkpoint_uri="oss://gpufleet-ali-a100/ckpt",
         code_uri=f"oss://gpufleet-ali-a100/code/{SHA}.tar.gz",
         spot_notice_url="http://100.100.100.200/latest/meta-data/instance/spot/termination-time",
-        imds_token_url="",
+        metadata_url="http://100.100.100.200/latest/meta-data",
+        imds_token_url="http://100.100.100.200/latest/api/token",
+        imds_token_header="X-aliyun-ecs-metadata-token",
         busbw_min_gbps=160.0,
     ),
     "tencentcloud-hccpnv4h-rdma": replace(
@@ -139,7 +143,9 @@ CASES: dict[str, NodeBootstrap] = {
         checkpoint_uri="cos://gpufleet-tc-a100-1250000000/ckpt",
         code_uri=f"cos://gpufleet-tc-a100-1250000000/code/{SHA}.tar.gz",
         spot_notice_url="http://metadata.tencentyun.com/latest/meta-data/spot/termination-time",
+        metadata_url="http://metadata.tencentyun.com/latest/meta-data",
         imds_token_url="",
+        imds_token_header="",
         busbw_min_gbps=160.0,
     ),
     "local-head": replace(
@@ -165,7 +171,9 @@ CASES: dict[str, NodeBootstrap] = {
         code_uri=f"file:///var/tmp/gpufleet-local/code/{SHA}.tar.gz",
         spot=True,
         spot_notice_url="http://10.99.0.1:8169/spot",
+        metadata_url="http://10.99.0.1:8169/latest/meta-data",
         imds_token_url="",
+        imds_token_header="",
         busbw_min_gbps=0.0,
         driver_version="",
         cuda_version="",
@@ -173,4 +181,4 @@ CASES: dict[str, NodeBootstrap] = {
         scrape_targets=("10.99.0.10", "10.99.0.11"),
     ),
 }
-LARGEST = "aws-p5-head-spot"
+LARGEST = "alicloud-ebmgn7ex-erdma"

@@ -4,10 +4,8 @@ rendezvous on the head's address and all-reduce with gloo: what the local cluste
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import subprocess
-import tarfile
 from dataclasses import replace
 
 import pytest
@@ -15,6 +13,7 @@ from bootstrap_cases import CASES
 from bootstrap_helpers import VENV_BIN
 
 from components.bootstrap import install_files, render_user_data
+from components.bundle import build, source_files
 
 TRAIN = b"""import os, pathlib, sys, torch, torch.distributed as dist
 dist.init_process_group("gloo")
@@ -58,14 +57,9 @@ def namespaces():
 
 
 def test_two_nodes_rendezvous_and_all_reduce(namespaces, tmp_path):
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for name, data in (("training/__init__.py", b""), ("training/train.py", TRAIN)):
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    sha = hashlib.sha256(buf.getvalue()).hexdigest()
-    (tmp_path / f"{sha}.tar.gz").write_bytes(buf.getvalue())
+    bundle = build(source_files() | {"training/train.py": TRAIN})
+    sha = hashlib.sha256(bundle).hexdigest()
+    (tmp_path / f"{sha}.tar.gz").write_bytes(bundle)
     head = replace(
         CASES["local-head"],
         head_address=f"{SUBNET}.1",

@@ -1,20 +1,22 @@
-"""The node scripts run for real in local mode: health gate, fabric settings, training launch, checkpoint store and the
-spot watcher against a fake metadata server, each under its own node root."""
+"""The node scripts run for real in local mode: bundle install, health gate, fabric settings, training launch,
+checkpoint store and the spot watcher against fake metadata servers, each under its own node root."""
 
 from __future__ import annotations
 
-import hashlib
 import http.server
-import io
+import json
+import os
 import subprocess
-import tarfile
 import threading
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 from bootstrap_cases import CASES
 from bootstrap_helpers import run
+
+from components.bundle import bundle_sha256, write_bundle
 
 LOCAL = CASES["local-head"]
 
@@ -42,38 +44,24 @@ sys.exit(3)
 """
 
 
-def bundle(tmp: Path) -> tuple[str, str]:
-    """A code bundle like the planner's (tar.gz of training/); returns (file URI, sha256)."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        data = b"print('train')\n"
-        info = tarfile.TarInfo("training/train.py")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    sha = hashlib.sha256(buf.getvalue()).hexdigest()
-    path = tmp / "bucket" / "code" / f"{sha}.tar.gz"
-    path.parent.mkdir(parents=True)
-    path.write_bytes(buf.getvalue())
-    return f"file://{path}", sha
-
-
 @pytest.fixture
 def local_node(tmp_path, node_root):
-    """install(**changes) -> (root, entry, env): a local node, a real bundle, a file:// bucket, a fake torchrun."""
+    """install(installed=True, **changes) -> (root, entry, env): a local node booted from its user-data and, unless
+    installed=False, `gpufleet-node install`ed from the real code bundle in a file:// bucket; a fake torchrun."""
     test = tmp_path / "test"
     fake_bin = test / "bin"
     fake_bin.mkdir(parents=True)
     (fake_bin / "torchrun").write_text(FAKE_TORCHRUN)
     (fake_bin / "torchrun").chmod(0o755)
     (test / "worker.py").write_text(WORKER)
-    code_uri, sha = bundle(tmp_path)
+    code_uri = f"file://{write_bundle(tmp_path / 'bucket/code')}"
 
-    def install(**changes):
+    def install(installed=True, **changes):
         base = {
             "head_address": "127.0.0.1",
             "checkpoint_dir": "/ckpt",
             "code_uri": code_uri,
-            "code_sha256": sha,
+            "code_sha256": bundle_sha256(),
             "checkpoint_uri": f"file://{tmp_path}/bucket/ckpt",
             "spot": False,
         }
@@ -83,6 +71,9 @@ def local_node(tmp_path, node_root):
             "GPUFLEET_TEST": str(test),
             "PATH": f"{fake_bin}:" + run(["printenv", "PATH"], root).stdout.strip(),
         }
+        if installed:
+            result = run([entry, "install"], root, env)
+            assert result.returncode == 0, result.stderr
         return root, entry, env
 
     return install
@@ -155,73 +146,158 @@ def test_train_verifies_the_bundle_pulls_the_checkpoint_and_starts_torchrun(loca
     assert (root / "ckpt/step-3/model.pt").read_text() == "old"
 
 
-def test_train_refuses_a_bundle_with_the_wrong_hash(local_node, tmp_path):
-    root, entry, env = local_node()
+def test_install_puts_the_bundled_scripts_beside_the_user_data_ones(local_node):
+    root, entry, env = local_node(installed=False)
+    bin_dir = root / "opt/gpufleet/bin"
+    assert not (bin_dir / "gpufleet-train").exists(), "user-data carries only what fetches the bundle"
+    assert run([entry, "install"], root, env).returncode == 0
+    assert os.access(bin_dir / "gpufleet-train", os.X_OK) and (bin_dir / "health_allreduce.py").is_file()
+    assert (root / f"var/lib/gpufleet/code/{bundle_sha256()}/training/train.py").is_file()
+    assert not (root / "etc/systemd").exists(), "local nodes run no units"
+
+
+def test_install_refuses_a_bundle_with_the_wrong_hash(local_node):
+    root, entry, env = local_node(installed=False)
     (root / "etc/gpufleet/node.env").write_text(
         (root / "etc/gpufleet/node.env").read_text().replace("GF_CODE_SHA256='", "GF_CODE_SHA256='00")
     )
-    result = run([entry.parent / "gpufleet-train"], root, env)
+    result = run([entry, "start"], root, env)
     assert result.returncode == 1
     assert "does not match its sha256" in result.stderr
-    assert not (tmp_path / "test/args").exists()
+    assert 'reason="bundle:sha256"' in (root / "var/lib/gpufleet/metrics/health.prom").read_text()
+    assert not (root / "opt/gpufleet/bin/gpufleet-train").exists()
+
+
+def test_fabric_sets_the_mtu_and_persists_it_for_netplan(local_node):
+    root, entry, env = local_node(mtu=9000)
+    (root / "etc/netplan").mkdir(parents=True)
+    if subprocess.run(["unshare", "-n", "true"], check=False, capture_output=True).returncode != 0:
+        pytest.skip("needs root for a private network namespace (unshare -n)")
+    setup = ("ip link add ens5 type veth peer name peer0 && ip addr add 10.9.0.2/24 dev ens5 && ip link set ens5 up"
+             " && ip route add default via 10.9.0.1")
+    script = f"{setup} && {entry.parent / 'gpufleet-fabric'} && ip -o link show ens5"
+    result = run(["unshare", "-n", "bash", "-c", script], root, env | {"GPUFLEET_PROBE_FABRIC": "0"})
+    assert result.returncode == 0, result.stderr
+    assert " mtu 9000 " in result.stdout
+    dropin = root / "etc/netplan/90-gpufleet-mtu.yaml"
+    assert yaml.safe_load(dropin.read_text()) == {"network": {"version": 2, "ethernets": {"ens5": {"mtu": 9000}}}}
+    assert dropin.stat().st_mode & 0o777 == 0o600, "netplan warns about config others can read"
+
+
+# The clouds' metadata services as FACTS.md and their docs describe them: the token PUT, its header names, the
+# status a token-less GET gets where a token is required, and how "no spot notice" reads.
+METADATA_STYLES = {
+    "aws": {"header": "X-aws-ec2-metadata-token", "reject": 401, "empty_means_none": False},
+    "alicloud": {"header": "X-aliyun-ecs-metadata-token", "reject": 403, "empty_means_none": True},
+    "tencentcloud": {"header": "", "reject": 0, "empty_means_none": False},
+}
+TOKEN = "tok-123"
+ROLE_CREDENTIALS = {"AccessKeyId": "STS.id", "AccessKeySecret": "sts-secret", "SecurityToken": "sts-token"}
 
 
 class FakeMetadata(http.server.BaseHTTPRequestHandler):
-    """A spot notice endpoint: 404 until the worker is up; AWS-style IMDSv2 token when the server has one."""
+    """Instance metadata: the spot notice (none until the worker is up), the RAM role and its credentials; where the
+    style has a token header, a PUT with its TTL header gives the token and GETs without it are rejected."""
 
     ready: Path
-    token: str | None = None
+    header = ""
+    reject = 0
     empty_means_none = False
 
-    def do_PUT(self):
-        self.send_response(200 if self.token else 404)
-        self.end_headers()
-        self.wfile.write((self.token or "").encode())
-
-    def do_GET(self):
-        if self.token and self.headers.get("X-aws-ec2-metadata-token") != self.token:
-            self.send_response(401)
-            self.end_headers()
-            return
-        body = b'{"action": "terminate", "time": "2026-07-20T12:00:00Z"}' if self.ready.exists() else b""
-        status = 200 if body or self.empty_means_none else 404
+    def _answer(self, status: int, body: bytes = b"") -> None:
         self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def do_PUT(self):
+        if not self.header:
+            return self._answer(404)
+        if not self.headers.get(f"{self.header}-ttl-seconds", "").isdigit():
+            return self._answer(400)
+        self._answer(200, TOKEN.encode())
+
+    def do_GET(self):
+        if self.header and self.headers.get(self.header) != TOKEN:
+            return self._answer(self.reject)
+        if self.path.endswith("/ram/security-credentials/"):
+            return self._answer(200, b"gpufleet-node")
+        if self.path.endswith("/ram/security-credentials/gpufleet-node"):
+            return self._answer(200, json.dumps(ROLE_CREDENTIALS).encode())
+        body = b'{"action": "terminate", "time": "2026-07-20T12:00:00Z"}' if self.ready.exists() else b""
+        self._answer(200 if body or self.empty_means_none else 404, body)
 
     def log_message(self, *args):
         pass
 
 
-@pytest.mark.parametrize("style", ["aws", "alicloud"])
-def test_spot_notice_checkpoints_syncs_and_leaves(local_node, tmp_path, style):
-    handler = type(
-        "Handler",
-        (FakeMetadata,),
-        {
-            "ready": tmp_path / "test/worker-ready",
-            "token": "tok-123" if style == "aws" else None,
-            "empty_means_none": style == "alicloud",
-        },
-    )
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_port}"
-    try:
-        root, entry, env = local_node(
-            spot=True,
-            spot_notice_url=f"{url}/latest/meta-data/spot/instance-action",
-            imds_token_url=f"{url}/latest/api/token" if style == "aws" else "",
-        )
-        node_env = root / "etc/gpufleet/node.env"
-        node_env.write_text(node_env.read_text().replace("GF_SPOT_POLL_S='5'", "GF_SPOT_POLL_S='0.2'"))
-        result = run([entry, "start"], root, env | {"GPUFLEET_TEST_WORKER": "1"}, timeout=60)
-    finally:
+@pytest.fixture
+def metadata(tmp_path):
+    """serve(style) -> (base URL, node changes): a fake metadata server of that cloud's style, and the NodeBootstrap
+    fields that point a node at it."""
+    servers = []
+
+    def serve(style):
+        handler = type("Handler", (FakeMetadata,), {"ready": tmp_path / "test/worker-ready", **METADATA_STYLES[style]})
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        url = f"http://127.0.0.1:{server.server_port}"
+        header = METADATA_STYLES[style]["header"]
+        return url, {
+            "metadata_url": f"{url}/latest/meta-data",
+            "spot_notice_url": f"{url}/latest/meta-data/spot/instance-action",
+            "imds_token_url": f"{url}/latest/api/token" if header else "",
+            "imds_token_header": header,
+        }
+
+    yield serve
+    for server in servers:
         server.shutdown()
+
+
+@pytest.mark.parametrize("style", METADATA_STYLES)
+def test_spot_notice_checkpoints_syncs_and_leaves(local_node, metadata, tmp_path, style):
+    _, fields = metadata(style)
+    root, entry, env = local_node(spot=True, **fields)
+    node_env = root / "etc/gpufleet/node.env"
+    node_env.write_text(node_env.read_text().replace("GF_SPOT_POLL_S='5'", "GF_SPOT_POLL_S='0.2'"))
+    result = run([entry, "start"], root, env | {"GPUFLEET_TEST_WORKER": "1"}, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "SIGUSR1 to training workers" in result.stderr
     assert (tmp_path / "bucket/ckpt/step-7/model.pt").read_text() == "weights"
     assert "terminate" in (root / "run/gpufleet/spot-notice").read_text()
+
+
+FAKE_OSSUTIL = """#!/usr/bin/env bash
+# Stands in for ossutil: keeps its arguments and config file, then writes the destination of a cp.
+set -euo pipefail
+printf '%s\\n' "$@" > "$GPUFLEET_TEST/ossutil-args"
+cp "$2" "$GPUFLEET_TEST/ossutil.conf"
+printf 'bundle' > "${@: -1}"
+"""
+
+
+def test_store_reads_the_ram_role_credentials_in_token_mode(local_node, metadata, tmp_path):
+    _, fields = metadata("alicloud")
+    root, entry, env = local_node(cloud="alicloud", region="cn-wulanchabu", **fields)
+    ossutil = tmp_path / "test/bin/ossutil"
+    ossutil.write_text(FAKE_OSSUTIL)
+    ossutil.chmod(0o755)
+    target = tmp_path / "bundle.tar.gz"
+    result = run([entry.parent / "gpufleet-store", "get", "oss://b/code/x.tar.gz", target], root, env)
+    assert result.returncode == 0, result.stderr
+    assert target.read_text() == "bundle"
+    conf = (tmp_path / "test/ossutil.conf").read_text().splitlines()
+    assert conf == [
+        "[Credentials]",
+        "endpoint=oss-cn-wulanchabu-internal.aliyuncs.com",
+        "accessKeyID=STS.id",
+        "accessKeySecret=sts-secret",
+        "stsToken=sts-token",
+    ]
+    assert (root / "run/gpufleet/ossutil.conf").stat().st_mode & 0o777 == 0o600
+    assert "sts-secret" not in (tmp_path / "test/ossutil-args").read_text(), "no secret on a command line"
 
 
 def test_store_pushes_and_pulls_file_uris(local_node, tmp_path):
