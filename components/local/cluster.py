@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -20,6 +21,8 @@ from components.plan.model import ClusterPlan
 
 LOOPBACK = "127.0.0.1"
 POLL_S = 0.2
+# The local stand-in for the cloud's two-minute warning: a node that saw its notice is terminated this long after.
+SPOT_WARNING_S = 15.0
 
 
 class Reporter(Protocol):
@@ -34,7 +37,6 @@ class Reporter(Protocol):
 class Options:
     total_steps: int
     first_step_timeout_s: float = 60.0  # no training step by then: fail and say which node could not reach what
-    rejoin_after_s: float = 1.0  # a node that left on a spot notice comes back (a replacement) after this
     close_ports: tuple[tuple[str, int, int], ...] = ()  # fault drill: (node, low, high) closed in that node's firewall
 
 
@@ -78,7 +80,7 @@ def _build_network(run: _Run, opts: Options) -> None:
         firewall.close_ports(lay.node(name).namespace, low, high)
 
 
-def _boot(run: _Run, node: Node) -> processes.subprocess.Popen:
+def _boot(run: _Run, node: Node) -> subprocess.Popen:
     """A fresh machine: an empty root, the role's user-data executed into it, then its local-mode entry."""
     shutil.rmtree(node.root, ignore_errors=True)
     index = run.lay.nodes.index(node)
@@ -146,7 +148,7 @@ def up(plan: ClusterPlan, opts: Options, report: Reporter) -> dict:
 
 def _follow(run: _Run, procs: dict, opts: Options, report: Reporter) -> None:
     """Watch the nodes until the head's job ends; act like the cloud would on what happens on the way."""
-    lay, shown, rejoin_at = run.lay, 0, {}
+    lay, shown, terminate_at = run.lay, 0, {}
     while True:
         history = progress.steps(lay)
         for item in history[shown:]:
@@ -168,20 +170,34 @@ def _follow(run: _Run, procs: dict, opts: Options, report: Reporter) -> None:
                     raise LocalError(f"the job failed on node {node.name} (exit {proc.returncode}):\n"
                                      f"{progress.log_tail(node)}")
                 return
-            _worker_exit(run, node, proc.returncode, report, rejoin_at, opts)
-        for name, when in list(rejoin_at.items()):
-            if time.time() >= when:
-                del rejoin_at[name]
-                _event(run, report, f"{name} rejoins (a replacement node boots from the same user-data)")
-                procs[name] = _boot(run, lay.node(name))
+            _worker_exit(run, node, proc.returncode, report)
+        _terminate_noticed(run, procs, terminate_at)
         time.sleep(POLL_S)
 
 
-def _worker_exit(run: _Run, node: Node, rc: int, report: Reporter, rejoin_at: dict, opts: Options) -> None:
+def _terminate_noticed(run: _Run, procs: dict, terminate_at: dict) -> None:
+    """Like the cloud, end a noticed node's machine when its warning runs out, whatever its processes are doing
+    (torchrun's exit barrier would wait for the job's other nodes for minutes)."""
+    for node in run.lay.nodes:
+        if node.name not in procs or not progress.left_on_notice(node):
+            continue
+        when = terminate_at.setdefault(node.name, time.time() + SPOT_WARNING_S)
+        if time.time() >= when:
+            del terminate_at[node.name]
+            _end_machine(run, node)
+
+
+def _end_machine(run: _Run, node: Node) -> None:
+    if run.namespaced:
+        processes.kill_namespace(node.namespace)
+    else:
+        processes.end([run.st.processes[node.name]], [], grace_s=0)
+
+
+def _worker_exit(run: _Run, node: Node, rc: int, report: Reporter) -> None:
     if progress.left_on_notice(node):
         _event(run, report, f"{node.name} left after its spot notice (checkpoint written, job continues)")
         clear_notice(run.lay.notices, node.name)
-        rejoin_at[node.name] = time.time() + opts.rejoin_after_s
     elif rc < 0 or rc >= 128:
         _event(run, report, f"{node.name} was lost (exit {rc}); the job re-forms with the nodes left")
     elif rc != 0:
@@ -244,7 +260,7 @@ def down(plan: ClusterPlan, keep_bucket: bool = False) -> list[str]:
             if path in kept:
                 continue
             if path.is_dir():
-                shutil.rmtree(path)
+                shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink()
         if not kept:
@@ -278,10 +294,7 @@ def kill_node(plan: ClusterPlan, name: str) -> None:
     st = statefile.load(lay.state_file)
     if st is None or st.phase != "running":
         raise LocalError(f"cluster '{plan.name}' is not running", EXIT_USAGE)
-    if st.mode == "namespaces":
-        processes.kill_namespace(lay.node(name).namespace)
-    else:
-        processes.end([st.processes[name]], [], grace_s=0)
+    _end_machine(_Run(lay, plan, st, st.mode == "namespaces", ""), lay.node(name))
 
 
 def spot_notice(plan: ClusterPlan, name: str) -> None:
@@ -289,4 +302,4 @@ def spot_notice(plan: ClusterPlan, name: str) -> None:
     lay = layout(plan)
     if not lay.node(name).spot:
         raise LocalError(f"node {name} is not a spot node (market.spotPercent makes workers spot)", EXIT_USAGE)
-    inject_notice(lay.notices, name)
+    inject_notice(lay.notices, name, SPOT_WARNING_S)

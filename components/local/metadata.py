@@ -21,10 +21,10 @@ def port(index: int) -> int:
     return BASE_PORT + index
 
 
-def inject(notices: Path, node: str, action: str = "terminate") -> None:
-    """Set the node's spot notice the way AWS words it: the action and the time (two minutes ahead)."""
+def inject(notices: Path, node: str, warning_s: float, action: str = "terminate") -> None:
+    """Set the node's spot notice the way AWS words it: the action and when it happens."""
     notices.mkdir(parents=True, exist_ok=True)
-    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 120))
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + warning_s))
     (notices / node).write_text(json.dumps({"action": action, "time": when}))
 
 
