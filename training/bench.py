@@ -4,7 +4,7 @@ Each GPU count runs the real training job (``training.train``) under torchrun
 in a subprocess, with the same global batch, so the N-GPU figure is measured
 against a 1-GPU baseline from the same invocation. Prints one JSON object::
 
-    python -m training.bench --model gpt2 --micro-batch 32 --steps 30 --warmup-steps 10
+    python -m training.bench --model gpt2 --micro-batch 64 --steps 30 --warmup-steps 10
 
 Scaling efficiency for N GPUs = tokens/s(N) / (N * tokens/s(1)).
 """
@@ -20,11 +20,15 @@ import tempfile
 
 import torch
 
+from training.config import TrainConfig
+
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m training.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="gpt2", help="named model size (default gpt2, 124M)")
-    parser.add_argument("--micro-batch", type=int, default=32, help="sequences per GPU per forward pass")
+    parser.add_argument(
+        "--micro-batch", type=int, default=TrainConfig.micro_batch, help="sequences per GPU per forward pass"
+    )
     parser.add_argument("--seq-len", type=int, default=1024, help="tokens per sequence")
     parser.add_argument("--global-batch", type=int, default=512, help="sequences per optimizer step, all GPUs")
     parser.add_argument("--steps", type=int, default=30, help="optimizer steps per run, warm-up included")
