@@ -18,7 +18,7 @@ ERDMA = {
     "image": "ubuntu_22_04_x64_20G_alibase_20240130.vhd",
     "nodes": 2,
     "network": {"fabric": "erdma"},
-    "job": {"globalBatch": 512},
+    "job": {"globalBatch": 512, "microBatch": 32},
 }
 
 
@@ -46,7 +46,7 @@ def test_the_base_stack_is_valid(ali):
 
 
 def test_erdma_on_a_type_without_eris(ali):
-    found = problems(ali(instanceType="ecs.gn7i-c32g1.8xlarge", job={"globalBatch": 64}))
+    found = problems(ali(instanceType="ecs.gn7i-c32g1.8xlarge", job={"globalBatch": 64, "microBatch": 32}))
     problem = found["gpufleet:cluster.network.fabric"]
     assert "has no erdma" in problem.message and "fabric auto or tcp" in problem.fix
 
@@ -69,6 +69,6 @@ def test_capacity_block_is_unsupported(ali):
 
 def test_spot_workers_never_join_the_deployment_set(ali):
     """Spot is allowed: only the on-demand head joins the deployment set (components/clouds/alicloud.py)."""
-    _, plan = spec_and_plan(ali(nodes={"min": 2, "desired": 2, "max": 4}, job={"globalBatch": 1024},
+    _, plan = spec_and_plan(ali(nodes={"min": 2, "desired": 2, "max": 4}, job={"globalBatch": 1024, "microBatch": 32},
                                 market={"onDemandBase": 1, "spotPercent": 100}))
     assert plan.placement_group and plan.worker.spot and not plan.head.spot

@@ -19,7 +19,7 @@ HCC = {
     "image": "img-487zeit5",
     "nodes": 2,
     "storage": {"checkpointBucket": "gpufleet-test-1250000000"},
-    "job": {"globalBatch": 512},
+    "job": {"globalBatch": 512, "microBatch": 32},
 }
 
 
@@ -44,7 +44,7 @@ def test_the_base_stack_is_valid(tencent):
 
 
 def test_spot_on_an_international_account(tencent):
-    found = problems(tencent(nodes=3, job={"globalBatch": 768},
+    found = problems(tencent(nodes=3, job={"globalBatch": 768, "microBatch": 32},
                              market={"spotPercent": 50, "maxSpotPrice": 20.0, "internationalAccount": True}))
     problem = found["gpufleet:cluster.market.spotPercent"]
     assert "international" in problem.message and "SPOTPAID" in problem.message
@@ -52,7 +52,7 @@ def test_spot_on_an_international_account(tencent):
 
 
 def test_spot_without_a_max_price(tencent):
-    problem = problems(tencent(nodes=3, job={"globalBatch": 768}, market={"spotPercent": 50}))[
+    problem = problems(tencent(nodes=3, job={"globalBatch": 768, "microBatch": 32}, market={"spotPercent": 50}))[
         "gpufleet:cluster.market.maxSpotPrice"]
     assert "max price" in problem.message
 
@@ -69,7 +69,7 @@ def test_rdma_on_a_type_without_it(tencent):
 
 
 def test_elastic_hcc_cluster(tencent):
-    problem = problems(tencent(nodes={"min": 2, "desired": 2, "max": 4}, job={"globalBatch": 1024}))[
+    problem = problems(tencent(nodes={"min": 2, "desired": 2, "max": 4}, job={"globalBatch": 1024, "microBatch": 32}))[
         "gpufleet:cluster.nodes"]
     assert "HPC cluster" in problem.message and "one number" in problem.fix
 
@@ -85,13 +85,13 @@ def test_zone_outside_the_region(tencent):
 
 def test_gpu_util_scaling_is_unsupported(tencent):
     problem = problems(tencent(instanceType="GN7.2XLARGE32", nodes={"min": 2, "desired": 2, "max": 4},
-                               job={"globalBatch": 128}, autoscaling={"gpuUtilTarget": 80}))[
+                               job={"globalBatch": 128, "microBatch": 32}, autoscaling={"gpuUtilTarget": 80}))[
         "gpufleet:cluster.autoscaling.gpuUtilTarget"]
     assert "does not support scaling on GPU utilisation" in problem.message
 
 
 def test_hcc_spot_workers_split_on_demand_first(tencent):
-    stack_file = tencent(nodes=3, job={"globalBatch": 768}, market={"spotPercent": 50, "maxSpotPrice": 20.0})
+    stack_file = tencent(nodes=3, job={"globalBatch": 768, "microBatch": 32}, market={"spotPercent": 50, "maxSpotPrice": 20.0})
     resources = run_program(stack_file).resources
     nodes = [r["inputs"] for r in resources if r["type"] == "tencentcloud:Instance/instance:Instance"]
     charges = sorted((n["tags"]["gpufleet:role"], n["instanceChargeType"]) for n in nodes)
