@@ -28,9 +28,11 @@ def load(raw: object, region: str, stack: str) -> tuple[ClusterSpec, ClusterPlan
 
 def _load_from_pulumi() -> ClusterPlan:
     raw = pulumi.Config("gpufleet").get_object("cluster")
-    key = region_key(raw)
-    region = pulumi.Config(key.split(":")[0]).get(key.split(":")[1]) if key else ""
-    return load(raw, region or "", pulumi.get_stack())[1]
+    region = ""
+    if key := region_key(raw):
+        namespace, name = key.split(":")
+        region = pulumi.Config(namespace).get(name) or ""
+    return load(raw, region, pulumi.get_stack())[1]
 
 
 class InvalidStack(pulumi.RunError):
