@@ -97,14 +97,15 @@ def pin_to_gpu_numa_node(device_index: int) -> set[int] | None:
     return allowed or None
 
 
-def _attempt_store() -> dist.Store | None:
-    """Elastic restarts reuse the agent's store, which still holds the previous attempt's gloo addresses (a re-formed
-    group would wait on dead peers): give each restart its own key prefix. None outside torchrun (env:// defaults)."""
-    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
-    if attempt is None or "MASTER_ADDR" not in os.environ:
+def _shared_store() -> dist.Store | None:
+    """Under torchrun with the agent's shared store (torch's default; gpufleet-train turns it off), every rendezvous
+    round of this agent reuses one store that still holds the previous round's gloo addresses: give each restart its
+    own key prefix. That is enough for one agent (--standalone); across nodes the agents' restart counts differ and a
+    node joining later never learns the store's address, hence gpufleet-train's setting. None otherwise (env://)."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
         return None
     store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False)
-    return dist.PrefixStore(f"gpufleet/attempt_{attempt}", store)
+    return dist.PrefixStore(f"gpufleet/attempt_{os.environ['TORCHELASTIC_RESTART_COUNT']}", store)
 
 
 def setup(device_choice: str = "auto") -> Dist:
@@ -125,7 +126,9 @@ def setup(device_choice: str = "auto") -> Dist:
     control = None
     if world_size > 1:
         backend = "nccl" if use_cuda else "gloo"
-        store = _attempt_store()
+        # Otherwise env://: rank 0 hosts a fresh TCPStore at the MASTER_ADDR:MASTER_PORT its agent published for this
+        # rendezvous round, so no round sees an earlier round's keys, whichever nodes joined when.
+        store = _shared_store()
         dist.init_process_group(backend=backend, device_id=device if use_cuda else None, store=store,
                                 rank=rank if store else -1, world_size=world_size if store else -1)
         control = dist.new_group(backend="gloo") if use_cuda else dist.group.WORLD

@@ -12,6 +12,8 @@ make every rank stop at the next step boundary after a checkpoint, exit code
 0; the next start resumes from it, with any world size. Ranks that stop only
 because a rank elsewhere was signalled (a spot node leaving) exit with code 75
 instead, so their elastic agent restarts them and the job goes on without it.
+When a node joins the running job, torchrun stops the workers with SIGTERM to re-form the job: the same stop, so the
+re-formed job goes on from that step (torchrun restarts them then whatever their exit code).
 Every node keeps its own copy of each checkpoint in its local checkpoint directory
 (no shared storage needed); a resume starts from the newest copy any node holds.
 The last stdout line on rank 0 is a JSON summary (also written to ``<run_dir>/summary.json``).

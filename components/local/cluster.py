@@ -172,6 +172,7 @@ def _follow(run: _Run, procs: dict, opts: Options, report: Reporter) -> None:
                 return
             _worker_exit(run, node, proc.returncode, report)
         _terminate_noticed(run, procs, terminate_at)
+        _replace_requested(run, procs, report)
         time.sleep(POLL_S)
 
 
@@ -185,6 +186,19 @@ def _terminate_noticed(run: _Run, procs: dict, terminate_at: dict) -> None:
         if time.time() >= when:
             del terminate_at[node.name]
             _end_machine(run, node)
+
+
+def _replace_requested(run: _Run, procs: dict, report: Reporter) -> None:
+    """Like the scaling group, boot a fresh machine for a node that left once a drill asks for it: an empty root and
+    the same user-data, so it joins the running job the way a replacement or a scale-out node does. A request for a
+    node that is still running waits until its machine has ended."""
+    for node in run.lay.nodes:
+        request = run.lay.replacements / node.name
+        if node.name in procs or not request.is_file():
+            continue
+        request.unlink()
+        procs[node.name] = _boot(run, node)
+        _event(run, report, f"{node.name} booted again (a fresh machine) and joins the running job")
 
 
 def _end_machine(run: _Run, node: Node) -> None:
@@ -303,3 +317,17 @@ def spot_notice(plan: ClusterPlan, name: str) -> None:
     if not lay.node(name).spot:
         raise LocalError(f"node {name} is not a spot node (market.spotPercent makes workers spot)", EXIT_USAGE)
     inject_notice(lay.notices, name, SPOT_WARNING_S)
+
+
+def rejoin_node(plan: ClusterPlan, name: str) -> None:
+    """Fault drill: a node that left (killed, or gone after its spot notice) comes back as a fresh machine, as the
+    scaling group replaces it; `up` boots it once the old machine has ended."""
+    lay = layout(plan)
+    node = lay.node(name)
+    st = statefile.load(lay.state_file)
+    if st is None or st.phase != "running":
+        raise LocalError(f"cluster '{plan.name}' is not running", EXIT_USAGE)
+    if node.role == "head":
+        raise LocalError("the head hosts the rendezvous and the job's end; only a worker can rejoin", EXIT_USAGE)
+    lay.replacements.mkdir(parents=True, exist_ok=True)
+    (lay.replacements / name).touch()

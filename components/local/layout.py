@@ -54,6 +54,11 @@ class Layout:
     def notices(self) -> Path:
         return self.directory / "metadata"
 
+    @property
+    def replacements(self) -> Path:
+        """One file per node a `fleet drill rejoin` asked to come back (the scaling group's replacement machine)."""
+        return self.directory / "replace"
+
     def node(self, name: str) -> Node:
         for node in self.nodes:
             if node.name == name:

@@ -73,6 +73,20 @@ class Cluster:
             found += [json.loads(line)["step"] for line in path.read_text().splitlines() if line.strip()]
         return found
 
+    def wait_for_log(self, node: str, text: str, timeout: float) -> None:
+        deadline, log = time.time() + timeout, self.lay.node(node).log
+        while time.time() < deadline:
+            if log.is_file() and text in log.read_text(errors="replace"):
+                return
+            assert self.proc.poll() is None, self.proc.communicate()[1]
+            time.sleep(0.2)
+        raise AssertionError(f"no '{text}' in {log} after {timeout} s")
+
+    def job_runs(self, node: str) -> list[dict]:
+        """The summary line rank 0 printed at the end of each run of the job (each elastic incarnation) on node."""
+        lines = self.lay.node(node).log.read_text(errors="replace").splitlines()
+        return [json.loads(line) for line in lines if line.startswith('{"steps_completed"')]
+
     def drill(self, fault: str, node: str) -> None:
         result = fleet("drill", "--stack-file", str(self.path), fault, node)
         assert result.returncode == 0, result.stderr
@@ -205,20 +219,32 @@ def test_killed_worker_the_job_reforms_and_resumes_from_the_last_checkpoint(clus
 
 
 @needs_root
-def test_spot_notice_the_node_checkpoints_and_leaves_and_the_job_goes_on(cluster):
+def test_spot_notice_the_node_leaves_the_job_goes_on_and_a_fresh_node_rejoins(cluster):
+    """The spot path end to end, then what the scaling group does next: the worker checkpoints and leaves, the job
+    goes on on the head alone, a fresh machine for the worker boots and joins the running job (as a replacement or a
+    scale-out node does), and the job re-forms on both nodes and completes without losing or repeating a step."""
+    steps = 700
     c = cluster("lt-spot", nodes={"min": 1, "desired": 2, "max": 2}, market={"spotPercent": 100},
-                job=JOB | {"steps": 150, "checkpointEvery": 50})
+                job=JOB | {"steps": steps, "checkpointEvery": 100})
     c.start()
     c.wait_for_step(10)
     c.drill("spot", "worker-1")
+    c.wait_for_log("head", "now 2)", timeout=120)  # "resumed from ... (step N, written by 4 ranks, now 2)"
+    c.wait_for_step(max(c.steps()) + 5)
+    c.drill("rejoin", "worker-1")
     summary = c.finish()
-    assert any("worker-1 left after its spot notice" in e for e in summary["events"])
-    assert summary["steps_completed"] == 150
-    assert summary["resumed_from_step"] is not None, "the head resumed from the leaving node's checkpoint"
-    segments = summary["segments"]
-    assert [s[0] for s in segments[1:]] == [s[1] + 1 for s in segments[:-1]], f"a step lost or repeated: {segments}"
-    assert contiguous_accounting(segments, 150) == list(range(1, 151))
-    assert summary["ranks"] == 2, "the job finished on the head alone"
+    events = summary["events"]
+    assert any("worker-1 left after its spot notice" in e for e in events), events
+    assert any("worker-1 booted again" in e for e in events), events
+    assert (summary["steps_completed"], summary["nodes"], summary["ranks"]) == (steps, 2, 4), summary
+    runs = c.job_runs("head")
+    worlds = [run["world_size"] for run in runs]
+    assert worlds[0] == 4 and worlds[-1] == 4 and 2 in worlds, runs
+    assert all(run["steps_this_run"] > 0 for run in runs if run["world_size"] == 2), "the head trained alone"
+    assert sum(run["steps_this_run"] for run in runs) == steps, f"a step lost or repeated: {runs}"
+    assert sorted(c.steps()) == list(range(1, steps + 1)), "every step logged once"
+    assert summary["resumed_from_step"] == runs[-2]["steps_completed"], "the re-formed job went on from the stop"
+    assert summary["segments"] == [[1, steps]], summary["segments"]
 
 
 @needs_root
