@@ -91,7 +91,8 @@ def test_gpu_util_scaling_is_unsupported(tencent):
 
 
 def test_hcc_spot_workers_split_on_demand_first(tencent):
-    stack_file = tencent(nodes=3, job={"globalBatch": 768, "microBatch": 32}, market={"spotPercent": 50, "maxSpotPrice": 20.0})
+    stack_file = tencent(nodes=3, job={"globalBatch": 768, "microBatch": 32},
+                         market={"spotPercent": 50, "maxSpotPrice": 20.0})
     resources = run_program(stack_file).resources
     nodes = [r["inputs"] for r in resources if r["type"] == "tencentcloud:Instance/instance:Instance"]
     charges = sorted((n["tags"]["gpufleet:role"], n["instanceChargeType"]) for n in nodes)
