@@ -27,6 +27,13 @@ def test_json_shape_and_exit_code(capsys):
     assert document["cost"]["hourly"] > 0 and document["violations"] == []
 
 
+@pytest.mark.parametrize("path", sorted((ROOT / "stacks").glob("Pulumi.*.yaml")), ids=lambda p: p.stem)
+def test_every_shipped_stack_plans_clean(path, capsys):
+    assert main(["plan", "--stack-file", str(path), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["violations"] == [] and document["stack"] == path.stem.removeprefix("Pulumi.")
+
+
 def test_table_lists_components_and_cost(capsys):
     assert main(["plan", "--stack", "aws-g4dn-dev"]) == 0
     out = capsys.readouterr().out
