@@ -29,7 +29,8 @@ SIZES = (8, 64, 512)
 def stack_file(directory: Path, nodes: int) -> Path:
     cluster = {"cloud": "aws", "zone": "us-east-1a", "instanceType": "p5.48xlarge",
                "nodes": {"min": 1, "desired": nodes, "max": nodes},
-               "market": {"onDemandBase": 1, "spotPercent": 50}}
+               "market": {"onDemandBase": 1, "spotPercent": 50},
+               "job": {"microBatch": 1, "globalBatch": 8 * nodes}}
     path = directory / f"Pulumi.bench-{nodes}.yaml"
     path.write_text(yaml.safe_dump({"config": {"aws:region": "us-east-1", "gpufleet:cluster": cluster}}))
     return path
