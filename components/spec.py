@@ -24,6 +24,15 @@ SpotStrategy = Literal["price-capacity-optimized", "capacity-optimized", "lowest
 _PORT_RANGE = re.compile(r"^\s*(\d{1,5})\s*-\s*(\d{1,5})\s*$")
 
 
+def _checked_cidr(value: str, parse, what: str) -> str:
+    """The value unchanged if `parse` accepts it as a network with no host bits set; else a message saying why."""
+    try:
+        parse(value, strict=True)
+    except ValueError as error:
+        raise ValueError(f"{value!r} is not {what} ({error})") from None
+    return value
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
 
@@ -66,21 +75,12 @@ class Network(_Model):
     @field_validator("vpc_cidr")
     @classmethod
     def _cidr(cls, value: str) -> str:
-        try:
-            ipaddress.IPv4Network(value, strict=True)
-        except ValueError as error:
-            raise ValueError(f"{value!r} is not an IPv4 CIDR like 10.0.0.0/16 ({error})") from None
-        return value
+        return _checked_cidr(value, ipaddress.IPv4Network, "an IPv4 CIDR like 10.0.0.0/16")
 
     @field_validator("ssh_cidrs")
     @classmethod
     def _ssh(cls, values: tuple[str, ...]) -> tuple[str, ...]:
-        for value in values:
-            try:
-                ipaddress.ip_network(value, strict=True)
-            except ValueError as error:
-                raise ValueError(f"{value!r} is not a CIDR like 203.0.113.0/24 ({error})") from None
-        return values
+        return tuple(_checked_cidr(value, ipaddress.ip_network, "a CIDR like 203.0.113.0/24") for value in values)
 
     @field_validator("nccl_port_range")
     @classmethod

@@ -8,10 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from components.stackfile import load_stack_file
-from fleet.preview import run_program
-from fleet.stacks import spec_and_plan
+from stack_preview import preview_stack
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = sorted(ROOT.joinpath("stacks").glob("Pulumi.ali-*.yaml"))
@@ -20,9 +17,8 @@ HIGH_PERFORMANCE = "HighPerformance"
 
 @pytest.fixture(scope="module", params=STACKS, ids=lambda p: p.stem.removeprefix("Pulumi."))
 def stack(request):
-    stack_file = load_stack_file(request.param)
-    spec, plan = spec_and_plan(stack_file)
-    return spec, plan, run_program(stack_file).resources
+    spec, plan, preview = preview_stack(request.param)
+    return spec, plan, preview.resources
 
 
 def of_type(resources, token):

@@ -7,20 +7,16 @@ import gzip
 from pathlib import Path
 
 import pytest
+from stack_preview import preview_stack
 
 from components import catalog
-from components.stackfile import load_stack_file
-from fleet.preview import run_program
-from fleet.stacks import spec_and_plan
 
 STACKS = sorted(Path(__file__).resolve().parents[2].joinpath("stacks").glob("Pulumi.aws-*.yaml"))
 
 
 @pytest.fixture(scope="module", params=STACKS, ids=lambda p: p.stem.removeprefix("Pulumi."))
 def stack(request):
-    stack_file = load_stack_file(request.param)
-    spec, plan = spec_and_plan(stack_file)
-    preview = run_program(stack_file)
+    spec, plan, preview = preview_stack(request.param)
     return spec, plan, preview.resources, preview.outputs
 
 
