@@ -25,13 +25,14 @@ class MemoryEstimate:
         return self.params + self.grads + self.optimizer + self.activations + self.overhead
 
 
-def estimate(cfg: TrainConfig, n_params: int, half_precision: bool) -> MemoryEstimate:
+def estimate(cfg: TrainConfig, n_params: int, half_precision: bool, fused_loss: bool = False) -> MemoryEstimate:
     """Bytes for fp32 params, fp32 grads, AdamW's two moments and one micro-batch's activations.
 
     Activations follow Korthikanti et al. (2022): about 34 * tokens * width bytes per layer in
     16-bit with fused (flash) attention, doubled in fp32; with activation checkpointing only each
     block's input is kept plus one block's worth during recomputation. The output layer keeps
-    the logits and their fp32 softmax and gradient: ~10 bytes per logit.
+    the logits and their fp32 softmax and gradient: ~10 bytes per logit, or only the bf16 logits
+    (their gradient overwrites them) with the fused loss.
     """
     size = cfg.size
     tokens = cfg.micro_batch * cfg.seq_len
@@ -41,7 +42,7 @@ def estimate(cfg: TrainConfig, n_params: int, half_precision: bool) -> MemoryEst
         blocks = size.n_layer * width_bytes * tokens * size.n_embd + per_layer
     else:
         blocks = size.n_layer * per_layer
-    logits = (width_bytes + 8) * tokens * size.vocab_size
+    logits = (2 if fused_loss else width_bytes + 8) * tokens * size.vocab_size
     return MemoryEstimate(
         params=4 * n_params,
         grads=4 * n_params,
@@ -61,9 +62,11 @@ def available_bytes(cfg: TrainConfig, device: torch.device) -> int | None:
     return None
 
 
-def check_fits(cfg: TrainConfig, n_params: int, device: torch.device, half_precision: bool) -> MemoryEstimate:
+def check_fits(
+    cfg: TrainConfig, n_params: int, device: torch.device, half_precision: bool, fused_loss: bool = False
+) -> MemoryEstimate:
     """Raise ConfigError with concrete advice when the estimate exceeds the device budget."""
-    need = estimate(cfg, n_params, half_precision)
+    need = estimate(cfg, n_params, half_precision, fused_loss)
     budget = available_bytes(cfg, device)
     if budget is not None and need.total > budget:
         advice = [

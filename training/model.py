@@ -3,7 +3,9 @@
 Pre-norm transformer blocks, fused QKV projection, causal attention through
 ``F.scaled_dot_product_attention`` (FlashAttention kernels on CUDA), GELU MLP,
 and an output head tied to the token embedding. Written for throughput: no
-Python-side work per token, so ``torch.compile`` sees one clean graph.
+Python-side work per token, so ``torch.compile`` sees one clean graph. On CUDA
+the residual stream can stay in bf16 (as llm.c keeps it) and the output layer and
+loss run as one fused step (``training.fused_loss``).
 """
 
 from __future__ import annotations
@@ -58,11 +60,22 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, size: ModelSize, seq_len: int, activation_checkpointing: bool = False) -> None:
+    def __init__(
+        self,
+        size: ModelSize,
+        seq_len: int,
+        activation_checkpointing: bool = False,
+        residual_dtype: torch.dtype | None = None,
+        fused_loss: bool = False,
+    ) -> None:
+        """``residual_dtype``: cast the embeddings to it so the residual stream stays in it (None keeps the
+        embedding's fp32); ``fused_loss``: on CUDA, compute the output layer and loss with the fused kernel."""
         super().__init__()
         self.size = size
         self.seq_len = seq_len
         self.activation_checkpointing = activation_checkpointing
+        self.residual_dtype = residual_dtype
+        self.fused_loss = fused_loss
         self.wte = nn.Embedding(size.vocab_size, size.n_embd)
         self.wpe = nn.Embedding(seq_len, size.n_embd)
         self.blocks = nn.ModuleList(Block(size) for _ in range(size.n_layer))
@@ -86,12 +99,19 @@ class GPT(nn.Module):
         """Mean next-token cross-entropy of ``targets`` given ``idx`` (both [batch, seq])."""
         positions = torch.arange(idx.shape[1], device=idx.device)
         x = self.wte(idx) + self.wpe(positions)
+        if self.residual_dtype is not None:
+            x = x.to(self.residual_dtype)
         for block in self.blocks:
             if self.activation_checkpointing and self.training:
                 x = checkpoint(block, x, use_reentrant=False)
             else:
                 x = block(x)
-        logits = self.head(self.ln_f(x))
+        x = self.ln_f(x)
+        if self.fused_loss and x.is_cuda:
+            from training.fused_loss import head_cross_entropy
+
+            return head_cross_entropy(x.view(-1, x.shape[-1]), self.head.weight, targets.reshape(-1))
+        logits = self.head(x)
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
 
     def num_params(self) -> int:

@@ -1,0 +1,51 @@
+"""The model's precision options on the CPU: a bf16 residual stream stays bf16 and close to fp32; the fused loss
+(CUDA only) leaves the CPU path untouched."""
+
+from __future__ import annotations
+
+import torch
+
+from training.config import MODEL_SIZES, TrainConfig
+from training.memory import estimate
+from training.model import GPT
+
+
+def _pair(**options) -> tuple[GPT, GPT]:
+    torch.manual_seed(0)
+    plain = GPT(MODEL_SIZES["tiny"], seq_len=32)
+    other = GPT(MODEL_SIZES["tiny"], seq_len=32, **options)
+    other.load_state_dict(plain.state_dict())
+    return plain, other
+
+
+def _tokens() -> tuple[torch.Tensor, torch.Tensor]:
+    tokens = torch.randint(0, 256, (4, 33), generator=torch.Generator().manual_seed(1))
+    return tokens[:, :-1], tokens[:, 1:]
+
+
+def test_bf16_residual_stream_stays_bf16_and_close_to_fp32():
+    plain, bf16 = _pair(residual_dtype=torch.bfloat16)
+    seen = []
+    bf16.blocks[-1].register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
+    inputs, targets = _tokens()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = bf16(inputs, targets)
+    reference = plain(inputs, targets)
+    assert seen == [torch.bfloat16]
+    assert abs(loss.item() - reference.item()) / reference.item() < 2e-2
+    loss.backward()
+    assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in bf16.parameters())
+
+
+def test_fused_loss_is_not_used_on_cpu():
+    plain, fused = _pair(fused_loss=True)
+    inputs, targets = _tokens()
+    assert torch.equal(fused(inputs, targets), plain(inputs, targets))
+
+
+def test_memory_estimate_counts_only_bf16_logits_with_the_fused_loss():
+    cfg = TrainConfig(model="gpt2", micro_batch=64)
+    plain = estimate(cfg, 124_000_000, half_precision=True)
+    fused = estimate(cfg, 124_000_000, half_precision=True, fused_loss=True)
+    logits = 64 * 1024 * MODEL_SIZES["gpt2"].vocab_size
+    assert plain.activations - fused.activations == 8 * logits
