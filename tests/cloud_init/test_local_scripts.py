@@ -173,8 +173,10 @@ def test_fabric_sets_the_mtu_and_persists_it_for_netplan(local_node):
     (root / "etc/netplan").mkdir(parents=True)
     if subprocess.run(["unshare", "-n", "true"], check=False, capture_output=True).returncode != 0:
         pytest.skip("needs root for a private network namespace (unshare -n)")
-    setup = ("ip link add ens5 type veth peer name peer0 && ip addr add 10.9.0.2/24 dev ens5 && ip link set ens5 up"
-             " && ip route add default via 10.9.0.1")
+    setup = (
+        "ip link add ens5 type veth peer name peer0 && ip addr add 10.9.0.2/24 dev ens5 && ip link set ens5 up"
+        " && ip route add default via 10.9.0.1"
+    )
     script = f"{setup} && {entry.parent / 'gpufleet-fabric'} && ip -o link show ens5"
     result = run(["unshare", "-n", "bash", "-c", script], root, env | {"GPUFLEET_PROBE_FABRIC": "0"})
     assert result.returncode == 0, result.stderr
@@ -312,3 +314,27 @@ def test_store_pushes_and_pulls_file_uris(local_node, tmp_path):
     assert missing.returncode == 0 and (tmp_path / "empty").is_dir()
     bad = run([store, "get", "ftp://host/x", tmp_path / "x"], root, env)
     assert bad.returncode == 1 and "unsupported URI" in bad.stderr
+
+
+def test_nodes_pushing_the_same_checkpoint_at_once_all_succeed(local_node, tmp_path):
+    # Every node keeps a copy of each checkpoint and pushes it when the job ends: in local mode the pushes race
+    # into one file:// bucket, as they do into one S3 prefix, and none may fail.
+    root, entry, env = local_node()
+    store = entry.parent / "gpufleet-store"
+    source = tmp_path / "ckpt"
+    for step in range(20):
+        (source / f"step_{step:08d}").mkdir(parents=True)
+        (source / f"step_{step:08d}/state.pt").write_bytes(bytes([step]) * 4096)
+        (source / f"step_{step:08d}/manifest.json").write_text(str(step))
+
+    def files(top: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(top)): p.read_bytes() for p in top.rglob("*") if p.is_file()}
+
+    full_env = {"GPUFLEET_ROOT": str(root), **env}
+    for attempt in range(5):
+        bucket = tmp_path / f"bucket-{attempt}"
+        command = [str(store), "push", str(source), f"file://{bucket}"]
+        pushes = [subprocess.Popen(command, env=full_env, stderr=subprocess.PIPE) for _ in range(4)]
+        errors = [p.communicate(timeout=120)[1].decode() for p in pushes]
+        assert [p.returncode for p in pushes] == [0] * 4, errors
+        assert files(bucket) == files(source)
