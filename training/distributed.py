@@ -14,6 +14,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from training import preflight
+
 
 @dataclass
 class Dist:
@@ -108,8 +110,16 @@ def _shared_store() -> dist.Store | None:
     return dist.PrefixStore(f"gpufleet/attempt_{os.environ['TORCHELASTIC_RESTART_COUNT']}", store)
 
 
+def _job_store(rank: int, world_size: int) -> dist.Store:
+    """What env:// would build: rank 0 hosts a fresh TCPStore at the MASTER_ADDR:MASTER_PORT its agent published for
+    this rendezvous round, so no round sees an earlier round's keys, whichever nodes joined when. Built here so the
+    preflight can use it before the process group forms."""
+    return dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world_size, is_master=rank == 0)
+
+
 def setup(device_choice: str = "auto") -> Dist:
-    """Initialise the process group (NCCL on GPUs, gloo on CPU) and select this rank's device."""
+    """Initialise the process group (NCCL on GPUs, gloo on CPU) and select this rank's device, after checking that
+    the nodes reach each other (``training.preflight``: raises UnreachablePeers naming the node and port)."""
     rank = int(os.environ.get("RANK", 0))
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     node_rank = int(os.environ.get("GROUP_RANK", 0))
@@ -126,11 +136,12 @@ def setup(device_choice: str = "auto") -> Dist:
     control = None
     if world_size > 1:
         backend = "nccl" if use_cuda else "gloo"
-        # Otherwise env://: rank 0 hosts a fresh TCPStore at the MASTER_ADDR:MASTER_PORT its agent published for this
-        # rendezvous round, so no round sees an earlier round's keys, whichever nodes joined when.
-        store = _shared_store()
-        dist.init_process_group(backend=backend, device_id=device if use_cuda else None, store=store,
-                                rank=rank if store else -1, world_size=world_size if store else -1)
+        store = _shared_store() or _job_store(rank, world_size)
+        nodes = world_size // int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
+        preflight.check_node_mesh(store, node_rank, nodes, local_rank == 0, os.environ["MASTER_ADDR"])
+        dist.init_process_group(
+            backend=backend, device_id=device if use_cuda else None, store=store, rank=rank, world_size=world_size
+        )
         control = dist.new_group(backend="gloo") if use_cuda else dist.group.WORLD
     return Dist(
         rank=rank,

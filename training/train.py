@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import signal
 import sys
 import time
@@ -41,6 +42,7 @@ from training.data import ShardedBatches, open_source
 from training.distributed import Dist, setup
 from training.metrics import MetricsWriter, mfu, peak_tflops
 from training.model import GPT, select_attention_backend
+from training.preflight import UnreachablePeers
 
 # EX_TEMPFAIL: stopped with a checkpoint because another node is leaving; torchrun restarts this rank to go on.
 EXIT_PEER_STOPPED = 75
@@ -358,7 +360,12 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    d = setup(cfg.device)
+    try:
+        d = setup(cfg.device)
+    except UnreachablePeers as err:
+        if os.environ.get("LOCAL_RANK", "0") == "0":
+            print(f"error: {err}", file=sys.stderr)
+        return 1
     try:
         summary = run(cfg, d, started)
     except ConfigError as err:

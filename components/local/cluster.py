@@ -154,8 +154,10 @@ def _follow(run: _Run, procs: dict, opts: Options, report: Reporter) -> None:
         for item in history[shown:]:
             report.step(item.step, item.loss)
         shown = len(history)
-        if not history and time.time() - run.started > opts.first_step_timeout_s:
-            raise LocalError(_no_step_message(run, opts))
+        if not history:
+            _raise_if_unreachable(run)
+            if time.time() - run.started > opts.first_step_timeout_s:
+                raise LocalError(_no_step_message(run, opts))
         for node in lay.nodes:
             proc = procs.get(node.name)
             if proc is None or proc.poll() is None:
@@ -221,6 +223,16 @@ def _worker_exit(run: _Run, node: Node, rc: int, report: Reporter) -> None:
 def _event(run: _Run, report: Reporter, text: str) -> None:
     run.events.append(text)
     report.note(text)
+
+
+def _raise_if_unreachable(run: _Run) -> None:
+    """Fail as soon as the job's preflight finds nodes that cannot reach each other (a worker's firewall closing the
+    collectives' ports, which the health gate cannot see from that worker), naming the nodes behind the addresses."""
+    for node in run.lay.nodes:
+        report = progress.unreachable_peers(node)
+        if report:
+            names = ", ".join(f"{n.name} = {n.address}" for n in run.lay.nodes)
+            raise LocalError(f"the nodes cannot form the job ({names}):\n{report.removeprefix('error: ')}")
 
 
 def _no_step_message(run: _Run, opts: Options) -> str:

@@ -54,7 +54,8 @@ def apply(namespace: str, script: str) -> None:
 
 
 def close_ports(namespace: str, low: int, high: int) -> None:
-    """Fault injection: drop TCP to these ports ahead of every accept rule (a security group missing a rule)."""
+    """Fault injection: drop new TCP connections to these ports ahead of every accept rule (a security group missing a
+    rule: like one, it still lets the replies to the node's own connections in, whatever their port)."""
     ports = str(low) if low == high else f"{low}-{high}"
-    sh("ip", "netns", "exec", namespace, "nft", "insert", "rule", "inet", TABLE, "input", "tcp", "dport", ports,
-       "drop")
+    sh("ip", "netns", "exec", namespace, "nft", "insert", "rule", "inet", TABLE, "input", "ct", "state", "new", "tcp",
+       "dport", ports, "drop")

@@ -68,6 +68,24 @@ def left_on_notice(node: Node) -> bool:
     return (node.root / RUN / "spot-notice").is_file()
 
 
+def unreachable_peers(node: Node) -> str | None:
+    """The job's latest preflight report in the node's log (training.preflight: nodes that cannot reach each
+    other on the collectives' ports), or None. The job fails it on every restart; the report is the same each time."""
+    try:
+        lines = node.log.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return None
+    starts = [i for i, line in enumerate(lines) if "gpufleet preflight:" in line]
+    if not starts:
+        return None
+    report = [lines[starts[-1]]]
+    for line in lines[starts[-1] + 1 :]:
+        if not (line.startswith("  node ") or line.startswith("Open that range")):
+            break
+        report.append(line)
+    return "\n".join(report)
+
+
 def log_tail(node: Node, lines: int = 15) -> str:
     try:
         return "\n".join(node.log.read_text(errors="replace").splitlines()[-lines:])

@@ -8,6 +8,7 @@ import base64
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -264,13 +265,18 @@ def test_corrupt_latest_checkpoint_resume_falls_back_to_the_previous_one(cluster
 
 
 @needs_root
-@pytest.mark.parametrize("closed", ["29400", "50000-51000"])
+@pytest.mark.parametrize("closed", ["head:29400", "head:50000-51000", "worker-1:50000-51000"])
 def test_closed_port_fails_fast_naming_the_node_and_port(cluster, closed):
-    c = cluster(f"lt-fw{closed[:2]}", network={"vpcCidr": "10.77.0.0/24", "ncclPortRange": "50000-51000"},
+    node, ports = closed.split(":")
+    c = cluster(f"lt-fw{node[0]}{ports[:2]}", network={"vpcCidr": "10.77.0.0/24", "ncclPortRange": "50000-51000"},
                 job=JOB | {"steps": 20})
     started = time.time()
-    result = c.up(f"--close-port=head:{closed}")
+    result = c.up(f"--close-port={closed}")
     assert result.returncode == 1 and time.time() - started < 60
-    port = closed.split("-")[0]
-    assert "worker-1" in result.stderr and f"10.77.0.10:{port}" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr.splitlines()[0]
+    if node == "head":  # the worker's health gate probes the head's ports
+        port = ports.split("-")[0]
+        assert "worker-1" in result.stderr and f"10.77.0.10:{port}" in result.stderr, result.stderr
+    else:  # the job's preflight: the head cannot reach the worker's listener in the pinned range
+        assert "worker-1 = 10.77.0.11" in result.stderr, result.stderr
+        assert re.search(r"-> node 1 at 10\.77\.0\.11:(50\d\d\d|51000): no answer", result.stderr), result.stderr
