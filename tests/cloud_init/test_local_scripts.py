@@ -64,6 +64,8 @@ def local_node(tmp_path, node_root):
             "code_sha256": bundle_sha256(),
             "checkpoint_uri": f"file://{tmp_path}/bucket/ckpt",
             "spot": False,
+            # gpufleet-fabric pins the range with sysctl: only a test in a namespace of its own may set one.
+            "port_range": None,
         }
         node = replace(LOCAL, **(base | changes))
         root, entry = node_root(node)
