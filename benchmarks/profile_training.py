@@ -1,7 +1,7 @@
 """Where one training micro-step's GPU time goes, per kernel family, for the default model and a few variants.
 
 Each variant runs in a fresh process: build the model as ``training.train`` does (bf16 autocast, torch.compile,
-fused AdamW), warm up, time micro-steps (forward + backward) with CUDA events, then profile two of them and sum
+fused AdamW), warm up, time micro-steps (forward + backward) with CUDA events, then profile three of them and sum
 kernel time by family (matmul, attention, fused elementwise, ...). Prints one JSON line per variant and a table,
 with each variant's speed as a ratio against ``base`` from the same invocation::
 
