@@ -215,10 +215,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.one:
         print(json.dumps(run_variant(args.one, args.model, args.micro_batch, args.steps, args.trace_dir)))
         return 0
+    names = args.variants.split(",")
+    unknown = [name for name in names if name not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variant '{unknown[0]}'; choose from {', '.join(VARIANTS)}")
     results = []
-    for name in args.variants.split(","):
-        if name not in VARIANTS:
-            parser.error(f"unknown variant '{name}'; choose from {', '.join(VARIANTS)}")
+    for name in names:
         command = [
             sys.executable,
             __file__,
