@@ -106,12 +106,7 @@ def run_variant(name: str, model_name: str, micro_batch: int, steps: int, trace_
     device = torch.device("cuda" if cuda else "cpu")
     torch.manual_seed(cfg.seed)
     select_attention_backend(cfg.sdpa_backend)
-    model = GPT(
-        cfg.size,
-        cfg.seq_len,
-        residual_dtype=torch.bfloat16 if cuda and cfg.residual_stream == "auto" else None,
-        fused_loss=cfg.fused_loss and cuda,
-    ).to(device)
+    model = GPT.from_config(cfg, half=cuda, cuda=cuda).to(device)
     optimizer = torch.optim.AdamW(model.param_groups(cfg.weight_decay), lr=cfg.lr, fused=cuda)
     step_fn = torch.compile(model) if cuda else model
 

@@ -103,7 +103,8 @@ def _shared_store() -> dist.Store | None:
     """Under torchrun with the agent's shared store (torch's default; gpufleet-train turns it off), every rendezvous
     round of this agent reuses one store that still holds the previous round's gloo addresses: give each restart its
     own key prefix. That is enough for one agent (--standalone); across nodes the agents' restart counts differ and a
-    node joining later never learns the store's address, hence gpufleet-train's setting. None otherwise (env://)."""
+    node joining later never learns the store's address, hence gpufleet-train's setting. None otherwise (then
+    _job_store builds the store)."""
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
         return None
     store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False)

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from training.config import ModelSize
+from training.config import ModelSize, TrainConfig
 
 
 class CausalSelfAttention(nn.Module):
@@ -83,6 +83,18 @@ class GPT(nn.Module):
         self.head = nn.Linear(size.n_embd, size.vocab_size, bias=False)
         self.head.weight = self.wte.weight
         self.apply(self._init_weights)
+
+    @classmethod
+    def from_config(cls, cfg: TrainConfig, half: bool, cuda: bool) -> GPT:
+        """The job's model for these settings: the residual stream in bf16 under bf16 autocast (unless
+        residual_stream is 'fp32'), the fused loss on CUDA when fused_loss is set."""
+        return cls(
+            cfg.size,
+            cfg.seq_len,
+            cfg.activation_checkpointing,
+            residual_dtype=torch.bfloat16 if half and cfg.residual_stream == "auto" else None,
+            fused_loss=cfg.fused_loss and cuda,
+        )
 
     def _init_weights(self, module: nn.Module) -> None:
         # GPT-2 init: N(0, 0.02), residual output projections scaled by 1/sqrt(2 * n_layer)

@@ -203,13 +203,7 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
     torch.manual_seed(cfg.seed)
     select_attention_backend(cfg.sdpa_backend)
 
-    model = GPT(
-        cfg.size,
-        cfg.seq_len,
-        cfg.activation_checkpointing,
-        residual_dtype=torch.bfloat16 if half and cfg.residual_stream == "auto" else None,
-        fused_loss=cfg.fused_loss and cuda,
-    ).to(d.device)
+    model = GPT.from_config(cfg, half, cuda).to(d.device)
     memory.check_fits(cfg, model.num_params(), d.device, half, model.fused_loss)
     optimizer = torch.optim.AdamW(
         model.param_groups(cfg.weight_decay), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=cuda
