@@ -108,6 +108,12 @@ class TrainConfig:
         "the logits in place (less memory traffic and memory); false uses F.cross_entropy. Ignored on CPU.",
         default=True,
     )
+    fused_mlp: bool = _doc(
+        "On CUDA in bf16, apply each MLP's bias + GELU inside the up-projection's matmul and GELU's derivative inside "
+        "the backward matmul (cuBLASLt epilogues) instead of in separate kernels; false uses PyTorch's ops. "
+        "Ignored on CPU and in fp32.",
+        default=True,
+    )
     device: str = _doc("'auto' (CUDA if available, else CPU), 'cuda' or 'cpu'.", default="auto")
     bucket_cap_mb: int = _doc("DDP gradient bucket size in MiB.", default=100)
     peak_tflops: float = _doc(

@@ -36,23 +36,29 @@ class CausalSelfAttention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, size: ModelSize) -> None:
+    def __init__(self, size: ModelSize, fused: bool = False) -> None:
+        """``fused``: on CUDA, run through ``training.fused_mlp`` (bf16, GELU inside the matmuls)."""
         super().__init__()
+        self.fused = fused
         self.up = nn.Linear(size.n_embd, 4 * size.n_embd)
         self.down = nn.Linear(4 * size.n_embd, size.n_embd)
         self.down.residual_out = True
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.fused and x.is_cuda:
+            from training.fused_mlp import gelu_mlp
+
+            return gelu_mlp(x, self.up, self.down)
         return self.down(F.gelu(self.up(x), approximate="tanh"))
 
 
 class Block(nn.Module):
-    def __init__(self, size: ModelSize) -> None:
+    def __init__(self, size: ModelSize, fused_mlp: bool = False) -> None:
         super().__init__()
         self.ln1 = nn.LayerNorm(size.n_embd)
         self.attn = CausalSelfAttention(size)
         self.ln2 = nn.LayerNorm(size.n_embd)
-        self.mlp = MLP(size)
+        self.mlp = MLP(size, fused_mlp)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln1(x))
@@ -67,9 +73,11 @@ class GPT(nn.Module):
         activation_checkpointing: bool = False,
         residual_dtype: torch.dtype | None = None,
         fused_loss: bool = False,
+        fused_mlp: bool = False,
     ) -> None:
         """``residual_dtype``: cast the embeddings to it so the residual stream stays in it (None keeps the
-        embedding's fp32); ``fused_loss``: on CUDA, compute the output layer and loss with the fused kernel."""
+        embedding's fp32); ``fused_loss``: on CUDA, compute the output layer and loss with the fused kernel;
+        ``fused_mlp``: on CUDA, run the MLPs with GELU inside their matmuls (bf16 only)."""
         super().__init__()
         self.size = size
         self.seq_len = seq_len
@@ -78,7 +86,7 @@ class GPT(nn.Module):
         self.fused_loss = fused_loss
         self.wte = nn.Embedding(size.vocab_size, size.n_embd)
         self.wpe = nn.Embedding(seq_len, size.n_embd)
-        self.blocks = nn.ModuleList(Block(size) for _ in range(size.n_layer))
+        self.blocks = nn.ModuleList(Block(size, fused_mlp) for _ in range(size.n_layer))
         self.ln_f = nn.LayerNorm(size.n_embd)
         self.head = nn.Linear(size.n_embd, size.vocab_size, bias=False)
         self.head.weight = self.wte.weight
@@ -87,13 +95,15 @@ class GPT(nn.Module):
     @classmethod
     def from_config(cls, cfg: TrainConfig, half: bool, cuda: bool) -> GPT:
         """The job's model for these settings: the residual stream in bf16 under bf16 autocast (unless
-        residual_stream is 'fp32'), the fused loss on CUDA when fused_loss is set."""
+        residual_stream is 'fp32'), the fused loss on CUDA when fused_loss is set, the fused MLP on CUDA under bf16
+        autocast when fused_mlp is set."""
         return cls(
             cfg.size,
             cfg.seq_len,
             cfg.activation_checkpointing,
             residual_dtype=torch.bfloat16 if half and cfg.residual_stream == "auto" else None,
             fused_loss=cfg.fused_loss and cuda,
+            fused_mlp=cfg.fused_mlp and cuda and half,
         )
 
     def _init_weights(self, module: nn.Module) -> None:

@@ -49,3 +49,9 @@ def test_memory_estimate_counts_only_bf16_logits_with_the_fused_loss():
     fused = estimate(cfg, 124_000_000, half_precision=True, fused_loss=True)
     logits = 64 * 1024 * MODEL_SIZES["gpt2"].vocab_size
     assert plain.activations - fused.activations == 8 * logits
+
+
+def test_fused_mlp_is_not_used_on_cpu():
+    plain, fused = _pair(fused_mlp=True)
+    inputs, targets = _tokens()
+    assert torch.equal(fused(inputs, targets), plain(inputs, targets))

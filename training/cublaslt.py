@@ -1,0 +1,227 @@
+"""bf16 matrix products with the cuBLASLt epilogues PyTorch does not expose, for the fused MLP.
+
+PyTorch's matmuls write their output and leave GELU and its derivative to separate elementwise kernels, which at
+GPT-2's MLP width move ~2 GB per layer and micro-batch. cuBLASLt can apply bias + GELU while the product is still
+in registers (keeping GELU's input for backward: ``GELU_AUX_BIAS``), and multiply a product by GELU's derivative
+(``DGELU``), as llm.c does. Called through ctypes on the cuBLASLt library
+PyTorch has already loaded, on PyTorch's current stream: nothing to build or install.
+
+cuBLASLt is column-major: a row-major [rows, cols] tensor is its [cols, rows] transpose, so a row-major
+``out = left @ right`` is computed as the column-major ``out.T = right.T @ left.T`` (``plan``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass
+
+import torch
+
+GELU_AUX_BIAS = 164
+"""out = gelu(product + bias), with product + bias also written to ``aux`` (tanh approximation of GELU)."""
+DGELU = 192
+"""out = product * gelu'(aux). (``DGELU_BGRAD``, which also sums the bias gradient, ran as a separate unfused
+epilogue kernel on an H200 and took 3.7x the plain product: ``benchmarks/fused_mlp.py``.)"""
+
+_OP_N, _OP_T = 0, 1
+_BF16, _FP32 = 14, 0  # cudaDataType
+_COMPUTE_32F = 68  # cublasComputeType
+_DESC_TRANSA, _DESC_TRANSB, _DESC_EPILOGUE, _DESC_BIAS_POINTER = 3, 4, 7, 8
+_DESC_AUX_POINTER, _DESC_AUX_LD = 11, 12
+_PREF_MAX_WORKSPACE_BYTES = 1
+_WORKSPACE_BYTES = 32 << 20
+_ALIGNMENT = 256  # the alignment cuBLASLt's heuristics assume for every matrix pointer by default
+
+
+@dataclass(frozen=True)
+class Plan:
+    """cuBLASLt's column-major view of the row-major product out[rows, cols] = left[rows, inner] @ right.
+
+    ``right`` is [inner, cols], or [cols, inner] used transposed (a weight, as nn.Linear keeps it). Each layout is
+    (rows, cols, leading dimension) of the column-major matrix that the row-major tensor's memory is.
+    """
+
+    transa: int
+    a: tuple[int, int, int]
+    b: tuple[int, int, int]
+    d: tuple[int, int, int]
+
+
+def plan(rows: int, inner: int, cols: int, right_transposed: bool) -> Plan:
+    """The column-major product D = op(A) @ B with A = right's memory, B = left's memory, D = out's memory."""
+    a = (inner, cols, inner) if right_transposed else (cols, inner, cols)
+    return Plan(transa=_OP_T if right_transposed else _OP_N, a=a, b=(inner, rows, inner), d=(cols, rows, cols))
+
+
+class _HeuristicResult(ctypes.Structure):
+    _fields_ = [
+        ("algo", ctypes.c_uint64 * 8),
+        ("workspace_size", ctypes.c_size_t),
+        ("state", ctypes.c_int),
+        ("waves_count", ctypes.c_float),
+        ("reserved", ctypes.c_int * 4),
+    ]
+
+
+def _loaded_library() -> ctypes.CDLL:
+    """The libcublasLt that PyTorch's CUDA build loaded (so versions match), found in this process's mappings."""
+    torch.cuda.init()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            if "libcublasLt.so" in path:
+                return ctypes.CDLL(path)
+    raise RuntimeError("PyTorch has not loaded libcublasLt; the fused MLP needs a CUDA build of PyTorch")
+
+
+class _CublasLt:
+    """One cuBLASLt handle, a workspace per device, and a prepared descriptor + algorithm per (epilogue, shape)."""
+
+    def __init__(self) -> None:
+        self.lib = _loaded_library()
+        self.handle = ctypes.c_void_p()
+        self._check("cublasLtCreate", ctypes.byref(self.handle))
+        self.workspaces: dict[int, torch.Tensor] = {}
+        self.prepared: dict[tuple, tuple] = {}
+        self.lock = threading.Lock()
+
+    def _check(self, name: str, *args) -> None:
+        status = getattr(self.lib, name)(*args)
+        if status != 0:
+            raise RuntimeError(f"{name} failed with cuBLAS status {status}")
+
+    def _set(self, setter: str, target: ctypes.c_void_p, attribute: int, value) -> None:
+        self._check(setter, target, attribute, ctypes.byref(value), ctypes.c_size_t(ctypes.sizeof(value)))
+
+    def _layout(self, rows: int, cols: int, ld: int) -> ctypes.c_void_p:
+        layout = ctypes.c_void_p()
+        self._check(
+            "cublasLtMatrixLayoutCreate",
+            ctypes.byref(layout),
+            _BF16,
+            ctypes.c_uint64(rows),
+            ctypes.c_uint64(cols),
+            ctypes.c_int64(ld),
+        )
+        return layout
+
+    def _prepare(self, shape: Plan, epilogue: int, bias: int, aux: int, device: int) -> tuple:
+        desc = ctypes.c_void_p()
+        self._check("cublasLtMatmulDescCreate", ctypes.byref(desc), _COMPUTE_32F, _FP32)
+        set_desc = "cublasLtMatmulDescSetAttribute"
+        self._set(set_desc, desc, _DESC_TRANSA, ctypes.c_int32(shape.transa))
+        self._set(set_desc, desc, _DESC_TRANSB, ctypes.c_int32(_OP_N))
+        self._set(set_desc, desc, _DESC_EPILOGUE, ctypes.c_int32(epilogue))
+        self._set(set_desc, desc, _DESC_AUX_LD, ctypes.c_int64(shape.d[2]))
+        self._set(set_desc, desc, _DESC_BIAS_POINTER, ctypes.c_void_p(bias))
+        self._set(set_desc, desc, _DESC_AUX_POINTER, ctypes.c_void_p(aux))
+        layouts = (self._layout(*shape.a), self._layout(*shape.b), self._layout(*shape.d))
+        preference = ctypes.c_void_p()
+        self._check("cublasLtMatmulPreferenceCreate", ctypes.byref(preference))
+        self._set(
+            "cublasLtMatmulPreferenceSetAttribute",
+            preference,
+            _PREF_MAX_WORKSPACE_BYTES,
+            ctypes.c_uint64(_WORKSPACE_BYTES),
+        )
+        result, found = _HeuristicResult(), ctypes.c_int(0)
+        a_layout, b_layout, d_layout = layouts
+        self._check(
+            "cublasLtMatmulAlgoGetHeuristic",
+            self.handle,
+            desc,
+            a_layout,
+            b_layout,
+            d_layout,
+            d_layout,
+            preference,
+            1,
+            ctypes.byref(result),
+            ctypes.byref(found),
+        )
+        if found.value < 1:
+            raise RuntimeError(f"cuBLASLt has no algorithm for epilogue {epilogue} at {shape}")
+        if device not in self.workspaces:
+            self.workspaces[device] = torch.empty(_WORKSPACE_BYTES, dtype=torch.uint8, device=f"cuda:{device}")
+        return desc, layouts, result
+
+    def matmul(
+        self,
+        left: torch.Tensor,
+        right: torch.Tensor,
+        right_transposed: bool,
+        epilogue: int,
+        out: torch.Tensor,
+        bias: torch.Tensor | None,
+        aux: torch.Tensor,
+    ) -> None:
+        """out = epilogue(left @ right): all bf16, contiguous and aligned (see ``aligned``), on one device; ``bias``
+        only for the epilogues that read it."""
+        rows, inner = left.shape
+        cols = right.shape[0] if right_transposed else right.shape[1]
+        shape = plan(rows, inner, cols, right_transposed)
+        device = left.device.index
+        bias_pointer = 0 if bias is None else bias.data_ptr()
+        key = (epilogue, shape, device)
+        with self.lock:
+            if key not in self.prepared:
+                self.prepared[key] = self._prepare(shape, epilogue, bias_pointer, aux.data_ptr(), device)
+            desc, (a_layout, b_layout, d_layout), result = self.prepared[key]
+            self._set("cublasLtMatmulDescSetAttribute", desc, _DESC_BIAS_POINTER, ctypes.c_void_p(bias_pointer))
+            self._set("cublasLtMatmulDescSetAttribute", desc, _DESC_AUX_POINTER, ctypes.c_void_p(aux.data_ptr()))
+            one, zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
+            self._check(
+                "cublasLtMatmul",
+                self.handle,
+                desc,
+                ctypes.byref(one),
+                ctypes.c_void_p(right.data_ptr()),
+                a_layout,
+                ctypes.c_void_p(left.data_ptr()),
+                b_layout,
+                ctypes.byref(zero),
+                ctypes.c_void_p(out.data_ptr()),
+                d_layout,
+                ctypes.c_void_p(out.data_ptr()),
+                d_layout,
+                ctypes.byref(result.algo),
+                ctypes.c_void_p(self.workspaces[device].data_ptr()),
+                ctypes.c_size_t(_WORKSPACE_BYTES),
+                ctypes.c_void_p(torch.cuda.current_stream(left.device).cuda_stream),
+            )
+
+
+_instance: _CublasLt | None = None
+
+
+def _cublaslt() -> _CublasLt:
+    global _instance
+    if _instance is None:
+        _instance = _CublasLt()
+    return _instance
+
+
+def aligned(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` itself when cuBLASLt can read it as is (contiguous, 256-byte aligned), else an aligned copy."""
+    if tensor.is_contiguous() and tensor.data_ptr() % _ALIGNMENT == 0:
+        return tensor
+    return tensor.clone(memory_format=torch.contiguous_format)
+
+
+def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(gelu(x @ weight.T + bias), x @ weight.T + bias) in one product; x [rows, in], weight [out, in], bf16."""
+    x, weight, bias = aligned(x), aligned(weight), aligned(bias)
+    activated = x.new_empty(x.shape[0], weight.shape[0])
+    pre = torch.empty_like(activated)
+    _cublaslt().matmul(x, weight, True, GELU_AUX_BIAS, activated, bias, pre)
+    return activated, pre
+
+
+def matmul_gelu_grad(grad_out: torch.Tensor, weight: torch.Tensor, pre: torch.Tensor) -> torch.Tensor:
+    """The gradient at GELU's input, (grad_out @ weight) * gelu'(pre); grad_out [rows, out], weight [out, hidden]
+    (the next layer's), pre [rows, hidden], bf16."""
+    grad_out, weight, pre = aligned(grad_out), aligned(weight), aligned(pre)
+    grad_pre = torch.empty_like(pre)
+    _cublaslt().matmul(grad_out, weight, False, DGELU, grad_pre, None, pre)
+    return grad_pre
