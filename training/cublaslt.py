@@ -31,6 +31,8 @@ _DESC_TRANSA, _DESC_TRANSB, _DESC_EPILOGUE, _DESC_BIAS_POINTER = 3, 4, 7, 8
 _DESC_AUX_POINTER, _DESC_AUX_LD = 11, 12
 _PREF_MAX_WORKSPACE_BYTES = 1
 _WORKSPACE_BYTES = 32 << 20
+_CANDIDATES = 8  # algorithms asked of the heuristics, each timed on first use
+_TIMED_RUNS = 3
 _ALIGNMENT = 256  # the alignment cuBLASLt's heuristics assume for every matrix pointer by default
 
 
@@ -107,6 +109,7 @@ class _CublasLt:
         return layout
 
     def _prepare(self, shape: Plan, epilogue: int, bias: int, aux: int, device: int) -> tuple:
+        """The descriptor, layouts and the algorithms cuBLASLt's heuristics propose (best guess first)."""
         desc = ctypes.c_void_p()
         self._check("cublasLtMatmulDescCreate", ctypes.byref(desc), _COMPUTE_32F, _FP32)
         set_desc = "cublasLtMatmulDescSetAttribute"
@@ -125,7 +128,7 @@ class _CublasLt:
             _PREF_MAX_WORKSPACE_BYTES,
             ctypes.c_uint64(_WORKSPACE_BYTES),
         )
-        result, found = _HeuristicResult(), ctypes.c_int(0)
+        results, found = (_HeuristicResult * _CANDIDATES)(), ctypes.c_int(0)
         a_layout, b_layout, d_layout = layouts
         self._check(
             "cublasLtMatmulAlgoGetHeuristic",
@@ -136,15 +139,58 @@ class _CublasLt:
             d_layout,
             d_layout,
             preference,
-            1,
-            ctypes.byref(result),
+            _CANDIDATES,
+            results,
             ctypes.byref(found),
         )
         if found.value < 1:
             raise RuntimeError(f"cuBLASLt has no algorithm for epilogue {epilogue} at {shape}")
         if device not in self.workspaces:
             self.workspaces[device] = torch.empty(_WORKSPACE_BYTES, dtype=torch.uint8, device=f"cuda:{device}")
-        return desc, layouts, result
+        return desc, layouts, list(results[: found.value])
+
+    def _launch(self, desc, layouts, algo, left: torch.Tensor, right: torch.Tensor, out: torch.Tensor) -> None:
+        a_layout, b_layout, d_layout = layouts
+        one, zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
+        self._check(
+            "cublasLtMatmul",
+            self.handle,
+            desc,
+            ctypes.byref(one),
+            ctypes.c_void_p(right.data_ptr()),
+            a_layout,
+            ctypes.c_void_p(left.data_ptr()),
+            b_layout,
+            ctypes.byref(zero),
+            ctypes.c_void_p(out.data_ptr()),
+            d_layout,
+            ctypes.c_void_p(out.data_ptr()),
+            d_layout,
+            ctypes.byref(algo),
+            ctypes.c_void_p(self.workspaces[left.device.index].data_ptr()),
+            ctypes.c_size_t(_WORKSPACE_BYTES),
+            ctypes.c_void_p(torch.cuda.current_stream(left.device).cuda_stream),
+        )
+
+    def _fastest(self, desc, layouts, candidates: list, left, right, out) -> _HeuristicResult:
+        """The candidate that runs these operands fastest (timed once per shape, on first use): the heuristics'
+        first choice for an epilogue can be an older kernel family that is slower than others they list."""
+        timings = []
+        for candidate in candidates:
+            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            try:
+                self._launch(desc, layouts, candidate.algo, left, right, out)
+                begin.record()
+                for _ in range(_TIMED_RUNS):
+                    self._launch(desc, layouts, candidate.algo, left, right, out)
+                end.record()
+            except RuntimeError:
+                continue
+            end.synchronize()
+            timings.append((begin.elapsed_time(end), len(timings), candidate))
+        if not timings:
+            raise RuntimeError("cuBLASLt could run none of the algorithms its heuristics proposed")
+        return min(timings)[2]
 
     def matmul(
         self,
@@ -161,35 +207,16 @@ class _CublasLt:
         rows, inner = left.shape
         cols = right.shape[0] if right_transposed else right.shape[1]
         shape = plan(rows, inner, cols, right_transposed)
-        device = left.device.index
         bias_pointer = 0 if bias is None else bias.data_ptr()
-        key = (epilogue, shape, device)
+        key = (epilogue, shape, left.device.index)
         with self.lock:
             if key not in self.prepared:
-                self.prepared[key] = self._prepare(shape, epilogue, bias_pointer, aux.data_ptr(), device)
-            desc, (a_layout, b_layout, d_layout), result = self.prepared[key]
+                desc, layouts, candidates = self._prepare(shape, epilogue, bias_pointer, aux.data_ptr(), key[2])
+                self.prepared[key] = desc, layouts, self._fastest(desc, layouts, candidates, left, right, out)
+            desc, layouts, chosen = self.prepared[key]
             self._set("cublasLtMatmulDescSetAttribute", desc, _DESC_BIAS_POINTER, ctypes.c_void_p(bias_pointer))
             self._set("cublasLtMatmulDescSetAttribute", desc, _DESC_AUX_POINTER, ctypes.c_void_p(aux.data_ptr()))
-            one, zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
-            self._check(
-                "cublasLtMatmul",
-                self.handle,
-                desc,
-                ctypes.byref(one),
-                ctypes.c_void_p(right.data_ptr()),
-                a_layout,
-                ctypes.c_void_p(left.data_ptr()),
-                b_layout,
-                ctypes.byref(zero),
-                ctypes.c_void_p(out.data_ptr()),
-                d_layout,
-                ctypes.c_void_p(out.data_ptr()),
-                d_layout,
-                ctypes.byref(result.algo),
-                ctypes.c_void_p(self.workspaces[device].data_ptr()),
-                ctypes.c_size_t(_WORKSPACE_BYTES),
-                ctypes.c_void_p(torch.cuda.current_stream(left.device).cuda_stream),
-            )
+            self._launch(desc, layouts, chosen.algo, left, right, out)
 
 
 _instance: _CublasLt | None = None
