@@ -12,6 +12,7 @@ skipped or seen twice.
 from __future__ import annotations
 
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -103,7 +104,13 @@ def open_source(data: str, vocab: int, seq_len: int, seed: int) -> SyntheticToke
 
 
 class ShardedBatches:
-    """Yields one rank's micro-batches for each optimizer step and tracks the global data position."""
+    """Yields one rank's micro-batches for each optimizer step and tracks the global data position.
+
+    With ``prefetch``, a background thread builds the next step's tokens on the host while the current step runs:
+    building them takes tens of ms of CPU per step (the synthetic stream's hashing, or reads from a token file),
+    and done between steps that time is a gap in the GPU's work once its launch queue drains. ``position`` still
+    counts only what was handed out, so checkpoints stay exact.
+    """
 
     def __init__(
         self,
@@ -114,6 +121,7 @@ class ShardedBatches:
         accum: int,
         position: int = 0,
         device: torch.device | None = None,
+        prefetch: bool = False,
     ) -> None:
         self.source = source
         self.rank = rank
@@ -123,16 +131,26 @@ class ShardedBatches:
         self.global_batch = micro_batch * world_size * accum
         self.position = position
         self.device = device or torch.device("cpu")
+        self._prefetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prefetch") if prefetch else None
+        self._pending: tuple[int, Future] | None = None
 
     def rank_indices(self, position: int) -> np.ndarray:
         """This rank's sequence indices for the step starting at ``position``."""
         return position + self.rank + self.world_size * np.arange(self.micro_batch * self.accum, dtype=np.int64)
 
+    def _host_tokens(self, position: int) -> torch.Tensor:
+        tokens = torch.from_numpy(self.source.sequences(self.rank_indices(position)))
+        return tokens.pin_memory() if self.device.type == "cuda" else tokens
+
     def next_step(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """The ``accum`` (inputs, targets) micro-batches of the next step, already on the device."""
-        tokens = torch.from_numpy(self.source.sequences(self.rank_indices(self.position)))
+        if self._pending is not None and self._pending[0] == self.position:
+            tokens = self._pending[1].result()
+        else:
+            tokens = self._host_tokens(self.position)
         self.position += self.global_batch
-        if self.device.type == "cuda":
-            tokens = tokens.pin_memory().to(self.device, non_blocking=True)
+        if self._prefetcher is not None:
+            self._pending = (self.position, self._prefetcher.submit(self._host_tokens, self.position))
+        tokens = tokens.to(self.device, non_blocking=True)
         micro = tokens.view(self.accum, self.micro_batch, -1)
         return [(micro[a, :, :-1].contiguous(), micro[a, :, 1:].contiguous()) for a in range(self.accum)]

@@ -216,7 +216,7 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
         raise ConfigError(
             f"Cannot read training data: {err}. Set 'data' to 'synthetic' or a uint16 .bin file."
         ) from None
-    data = ShardedBatches(source, d.rank, d.world_size, cfg.micro_batch, accum, position, d.device)
+    data = ShardedBatches(source, d.rank, d.world_size, cfg.micro_batch, accum, position, d.device, prefetch=True)
 
     ddp = None
     if d.enabled:

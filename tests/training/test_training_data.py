@@ -70,3 +70,15 @@ def test_training_on_a_token_file(tmp_path):
         )
     )
     assert result["steps_completed"] == 3 and result["data_position"] == 12
+
+
+def test_prefetching_hands_out_the_same_batches_and_positions():
+    source = SyntheticTokens(vocab=256, seq_len=8, seed=0)
+    plain = ShardedBatches(source, 1, 2, micro_batch=2, accum=2)
+    ahead = ShardedBatches(source, 1, 2, micro_batch=2, accum=2, prefetch=True)
+    for step in range(4):
+        if step == 2:  # a position set from outside (as a resume would) discards the prefetched step
+            plain.position = ahead.position = 40
+        for mine, theirs in zip(ahead.next_step(), plain.next_step(), strict=True):
+            assert all(a.equal(b) for a, b in zip(mine, theirs, strict=True))
+        assert ahead.position == plain.position
