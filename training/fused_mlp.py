@@ -13,6 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from training import cublaslt
+from training.config import ConfigError
 
 
 @torch.library.custom_op("gpufleet::gelu_mlp", mutates_args=(), device_types="cuda")
@@ -63,3 +64,18 @@ def gelu_mlp(x: Tensor, up: nn.Linear, down: nn.Linear) -> Tensor:
     with torch.autocast("cuda", enabled=False):
         y, _, _ = _gelu_mlp(*(t.to(torch.bfloat16) for t in (rows, up.weight, up.bias, down.weight, down.bias)))
     return y.view(*x.shape[:-1], y.shape[-1])
+
+
+def check_available(device: torch.device) -> None:
+    """Run both cuBLASLt products once on small operands, so that a GPU or library without these epilogues stops
+    the job before training with the setting to change, instead of failing in the first step's backward."""
+    x = torch.randn(64, 64, device=device, dtype=torch.bfloat16)
+    weight = torch.randn(256, 64, device=device, dtype=torch.bfloat16)
+    try:
+        _, pre = cublaslt.linear_gelu(x, weight, torch.zeros(256, device=device, dtype=torch.bfloat16))
+        cublaslt.matmul_gelu_grad(x, weight, pre)
+    except (RuntimeError, OSError) as err:
+        raise ConfigError(
+            f"The fused MLP cannot run on {device}: {err}. Set 'fused_mlp' to false (fusedMlp: false in the stack "
+            "file's job object) to use PyTorch's ops instead."
+        ) from None

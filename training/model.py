@@ -84,6 +84,7 @@ class GPT(nn.Module):
         self.activation_checkpointing = activation_checkpointing
         self.residual_dtype = residual_dtype
         self.fused_loss = fused_loss
+        self.fused_mlp = fused_mlp
         self.wte = nn.Embedding(size.vocab_size, size.n_embd)
         self.wpe = nn.Embedding(seq_len, size.n_embd)
         self.blocks = nn.ModuleList(Block(size, fused_mlp) for _ in range(size.n_layer))

@@ -205,6 +205,10 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
 
     model = GPT.from_config(cfg, half, cuda).to(d.device)
     memory.check_fits(cfg, model.num_params(), d.device, half, model.fused_loss)
+    if model.fused_mlp:
+        from training.fused_mlp import check_available
+
+        check_available(d.device)
     optimizer = torch.optim.AdamW(
         model.param_groups(cfg.weight_decay), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=cuda
     )

@@ -99,3 +99,23 @@ def test_model_with_fused_mlp_matches_the_plain_path_compiled():
         mine, theirs = fused.blocks[0].get_parameter(name), plain.blocks[0].get_parameter(name)
         assert mine.grad.dtype == torch.float32
         assert _relative(mine.grad, theirs.grad) < 3e-2, name
+
+
+def test_a_gpu_without_the_epilogues_stops_the_job_naming_the_setting(monkeypatch):
+    from training import cublaslt
+    from training.config import ConfigError
+    from training.fused_mlp import check_available
+
+    def unsupported(*_args):
+        raise RuntimeError("cublasLtMatmulAlgoGetHeuristic failed with cuBLAS status 15")
+
+    monkeypatch.setattr(cublaslt, "linear_gelu", unsupported)
+    with pytest.raises(ConfigError, match=r"status 15.*'fused_mlp' to false \(fusedMlp: false"):
+        check_available(torch.device("cpu"))
+
+
+@needs_cuda
+def test_the_check_passes_where_cublaslt_runs():
+    from training.fused_mlp import check_available
+
+    check_available(torch.device("cuda"))
