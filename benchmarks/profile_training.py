@@ -94,6 +94,10 @@ class ClockSampler(threading.Thread):
 
 def run_variant(name: str, model_name: str, micro_batch: int, steps: int, trace_dir: str) -> dict:
     """Measure one variant in this process (on the CPU, a smoke run: no compile, no autocast, no fused loss)."""
+    from training import compile_cache
+
+    compile_cache.isolate()  # before torch._dynamo is imported: it fixes the cache directory on import
+
     import torch
     from torch.profiler import ProfilerActivity, profile
 

@@ -36,7 +36,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from training import checkpoint, memory
+from training import checkpoint, compile_cache, memory
 from training.config import ConfigError, TrainConfig, parse_args
 from training.data import ShardedBatches, open_source
 from training.distributed import Dist, setup
@@ -353,6 +353,7 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
+    compile_cache.isolate()  # before anything imports torch._dynamo, which fixes the cache directory on import
     try:
         cfg = parse_args(argv)
     except ConfigError as err:
