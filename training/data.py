@@ -17,6 +17,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 import torch
 
+from training.config import ConfigError
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -59,6 +61,10 @@ class SyntheticTokens:
         return np.where(noisy, random_tokens, tokens)
 
 
+class TokenFileError(ConfigError):
+    """A token the model cannot embed, found by the one rank whose shard holds it (so that rank reports it)."""
+
+
 class MemmapTokens:
     """Sequences cut from a flat uint16 token file, shuffled per epoch with a seeded permutation."""
 
@@ -89,10 +95,9 @@ class MemmapTokens:
             start = int(self._permutation(epoch)[offset]) * self.seq_len
             out[row] = self.tokens[start : start + self.seq_len + 1]
         if out.max(initial=0) >= self.vocab:
-            raise ValueError(
-                f"token file '{self.path}' holds token id {int(out.max())}, "
-                f"outside the model's vocabulary of "
-                f"{self.vocab}; use a model whose vocabulary covers the tokenizer"
+            raise TokenFileError(
+                f"Token file '{self.path}' (setting 'data') holds token id {int(out.max())}, outside model "
+                f"vocabulary of {self.vocab}; use a 'model' whose vocabulary covers the tokenizer."
             )
         return out
 

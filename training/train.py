@@ -38,7 +38,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from training import checkpoint, compile_cache, memory
 from training.config import ConfigError, TrainConfig, parse_args
-from training.data import ShardedBatches, open_source
+from training.data import ShardedBatches, TokenFileError, open_source
 from training.distributed import Dist, setup
 from training.metrics import MetricsWriter, mfu, peak_tflops
 from training.model import GPT, select_attention_backend
@@ -368,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = run(cfg, d, started)
     except ConfigError as err:
-        if d.is_main:
+        if d.is_main or isinstance(err, TokenFileError):
             print(f"error: {err}", file=sys.stderr)
         return 2
     finally:

@@ -72,6 +72,14 @@ def test_training_on_a_token_file(tmp_path):
     assert result["steps_completed"] == 3 and result["data_position"] == 12
 
 
+def test_a_token_outside_the_vocabulary_stops_the_job_with_the_settings_to_change(tmp_path):
+    tokens = tmp_path / "tokens.bin"
+    np.full(4000, 300, dtype=np.uint16).tofile(tokens)
+    result = train(["--steps", "3", "--data", str(tokens), "--run-dir", str(tmp_path / "run")], expect=2)
+    assert "token id 300, outside model vocabulary of 256; use a 'model'" in result.stderr
+    assert "setting 'data'" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_prefetching_hands_out_the_same_batches_and_positions():
     source = SyntheticTokens(vocab=256, seq_len=8, seed=0)
     plain = ShardedBatches(source, 1, 2, micro_batch=2, accum=2)
