@@ -153,9 +153,36 @@ class TrainConfig:
         size = self.size
         if size.n_embd % size.n_head:
             raise ConfigError(f"Model '{self.model}': n_embd must be divisible by n_head.")
-        for name in ("seq_len", "global_batch", "micro_batch", "steps", "keep_checkpoints", "log_every"):
+        for name in (
+            "seq_len",
+            "global_batch",
+            "micro_batch",
+            "steps",
+            "keep_checkpoints",
+            "log_every",
+            "bucket_cap_mb",
+        ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"Setting '{name}' must be at least 1 (got {getattr(self, name)}).")
+        at_least_zero = (
+            "warmup_steps",
+            "weight_decay",
+            "grad_clip",
+            "checkpoint_every",
+            "peak_tflops",
+            "memory_limit_gb",
+            "stop_after_steps",
+            "timing_warmup_steps",
+        )
+        for name, ok, rule in (
+            ("lr", self.lr > 0, "greater than 0"),
+            ("min_lr_ratio", 0 <= self.min_lr_ratio <= 1, "between 0 and 1"),
+            ("beta1", 0 <= self.beta1 < 1, "at least 0 and below 1"),
+            ("beta2", 0 <= self.beta2 < 1, "at least 0 and below 1"),
+            *((name, getattr(self, name) >= 0, "at least 0") for name in at_least_zero),
+        ):
+            if not ok:
+                raise ConfigError(f"Setting '{name}' must be {rule} (got {getattr(self, name)}).")
         if self.global_batch % self.micro_batch:
             raise ConfigError(
                 f"global_batch={self.global_batch} is not divisible by micro_batch={self.micro_batch}. "

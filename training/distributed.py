@@ -15,6 +15,7 @@ import torch
 import torch.distributed as dist
 
 from training import preflight
+from training.config import ConfigError
 
 
 @dataclass
@@ -126,6 +127,15 @@ def setup(device_choice: str = "auto") -> Dist:
     node_rank = int(os.environ.get("GROUP_RANK", 0))
     world_size = int(os.environ.get("WORLD_SIZE", 1))
     use_cuda = torch.cuda.is_available() if device_choice == "auto" else device_choice == "cuda"
+    if use_cuda and not torch.cuda.is_available():
+        raise ConfigError(
+            "Setting 'device' is 'cuda' but this machine has no usable CUDA device; set it to 'auto' or 'cpu'."
+        )
+    if use_cuda and local_rank >= torch.cuda.device_count():
+        raise ConfigError(
+            f"Local rank {local_rank} has no GPU of its own: this machine has {torch.cuda.device_count()}. Start at "
+            "most that many processes per node (torchrun --nproc-per-node)."
+        )
     if use_cuda:
         torch.cuda.set_device(local_rank)
         device = torch.device("cuda", local_rank)

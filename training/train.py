@@ -200,6 +200,13 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
     half = cfg.dtype == "bf16" or (cfg.dtype == "auto" and cuda)
     use_compile = cfg.compile == "on" or (cfg.compile == "auto" and cuda)
     stop = StopFlag()
+    for name, path in (("run_dir", cfg.run_dir), ("checkpoint_dir", cfg.resolved_checkpoint_dir())):
+        try:
+            Path(path).mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ConfigError(
+                f"Cannot create '{path}' (setting '{name}'): {err.strerror}. Choose a writable directory."
+            ) from None
     torch.manual_seed(cfg.seed)
     select_attention_backend(cfg.sdpa_backend)
 
@@ -365,6 +372,9 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("LOCAL_RANK", "0") == "0":
             print(f"error: {err}", file=sys.stderr)
         return 1
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     try:
         summary = run(cfg, d, started)
     except ConfigError as err:

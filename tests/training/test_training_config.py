@@ -1,6 +1,7 @@
 """Settings: overrides from the stack file, and clear exit-2 errors for bad ones."""
 
 import pytest
+import torch
 from train_helpers import summary, train
 
 from training.config import ConfigError, TrainConfig
@@ -43,6 +44,12 @@ def test_global_batch_must_divide_over_world_size():
         (["--micro-batch", "lots"], ["micro_batch"]),
         (["--memory-limit-gb", "0.0001"], ["micro_batch", "activation_checkpointing", "model"]),
         (["--data", "/nonexistent/tokens.bin"], ["data"]),
+        (["--run-dir", "/proc/gpufleet-run"], ["run_dir", "writable"]),
+        pytest.param(
+            ["--device", "cuda"],
+            ["device", "no usable CUDA device"],
+            marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU"),
+        ),
     ],
 )
 def test_bad_settings_exit_2_without_traceback(tmp_path, args, names):
@@ -51,6 +58,24 @@ def test_bad_settings_exit_2_without_traceback(tmp_path, args, names):
     assert result.stderr.startswith("error: ") or "error:" in result.stderr
     for name in names:
         assert name in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "rule"),
+    [
+        ("lr", 0.0, "greater than 0"),
+        ("min_lr_ratio", 1.5, "between 0 and 1"),
+        ("beta1", -0.1, "at least 0 and below 1"),
+        ("beta2", 1.0, "at least 0 and below 1"),
+        ("weight_decay", -0.01, "at least 0"),
+        ("checkpoint_every", -1, "at least 0"),
+        ("peak_tflops", -989.0, "at least 0"),
+        ("bucket_cap_mb", 0, "at least 1"),
+    ],
+)
+def test_out_of_range_numbers_name_the_setting_and_the_rule(name, value, rule):
+    with pytest.raises(ConfigError, match=rf"Setting '{name}' must be {rule} \(got {value}\)"):
+        TrainConfig(**{name: value})
 
 
 def test_unknown_flag_exits_2(tmp_path):
