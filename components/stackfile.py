@@ -42,7 +42,8 @@ def load_stack_file(path: Path) -> StackFile:
     """Parse a stack file, turning YAML and shape errors into a SpecError that names the file and line."""
     source = str(path)
     if not path.is_file():
-        raise SpecError([Problem("stack", f"file {source} does not exist.",
+        what = "is a directory, not a stack file" if path.is_dir() else "does not exist"
+        raise SpecError([Problem("stack", f"file {source} {what}.",
                                  "pass --stack NAME for stacks/Pulumi.NAME.yaml or --stack-file PATH.")])
     try:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -53,7 +53,7 @@ class _Run:
 
 def _require_local(plan: ClusterPlan) -> None:
     if plan.cloud != "local":
-        raise LocalError(f"stack '{plan.stack}' is a {plan.cloud} stack; `fleet up` brings up local stacks only "
+        raise LocalError(f"stack '{plan.stack}' is for cloud '{plan.cloud}'; `fleet up` brings up local stacks only "
                          "(cloud: local). Use `pulumi up` for clouds.", EXIT_USAGE)
 
 

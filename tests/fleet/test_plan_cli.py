@@ -57,6 +57,11 @@ def test_missing_stack_exits_2(capsys):
     assert "Pulumi.does-not-exist.yaml does not exist" in capsys.readouterr().err
 
 
+def test_a_directory_given_as_the_stack_file_is_named_as_such(capsys, tmp_path):
+    assert main(["plan", "--stack-file", str(tmp_path)]) == 2
+    assert f"{tmp_path} is a directory, not a stack file" in capsys.readouterr().err
+
+
 def test_program_raises_a_run_error_for_pulumi_up():
     """Under `pulumi up` the engine prints a RunError's message without a traceback."""
     import pulumi
