@@ -17,8 +17,6 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training.fused_loss import cross_entropy_rows_
-
 SHAPES = ((4096, 4), (4096, 8), (4096, 16), (8192, 8), (8192, 16), (16384, 16))
 """(columns per load, warps per row) to try."""
 
@@ -43,6 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=65536, help="tokens per micro-batch (64 x 1024)")
     parser.add_argument("--vocab", type=int, default=50304)
     args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("error: benchmarks/fused_loss.py measures CUDA kernels; no CUDA device is visible", file=sys.stderr)
+        return 2
+    from training.fused_loss import cross_entropy_rows_  # needs Triton, which CUDA builds of PyTorch bring
+
     generator = torch.Generator(device="cuda").manual_seed(0)
     pool = [(torch.randn(args.rows, args.vocab, device="cuda", generator=generator) * 2).bfloat16() for _ in range(2)]
     targets = torch.randint(0, args.vocab, (args.rows,), device="cuda", generator=generator)

@@ -44,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=65536, help="tokens per micro-batch (64 x 1024)")
     parser.add_argument("--width", type=int, default=768)
     args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("error: benchmarks/fused_mlp.py measures CUDA kernels; no CUDA device is visible", file=sys.stderr)
+        return 2
     rows, width, hidden = args.rows, args.width, 4 * args.width
     generator = torch.Generator(device="cuda").manual_seed(0)
 
