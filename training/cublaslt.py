@@ -3,8 +3,8 @@
 PyTorch's matmuls write their output and leave GELU and its derivative to separate elementwise kernels, which at
 GPT-2's MLP width move ~2 GB per layer and micro-batch. cuBLASLt can apply bias + GELU while the product is still
 in registers (keeping GELU's input for backward: ``GELU_AUX_BIAS``), and multiply a product by GELU's derivative
-(``DGELU``), as llm.c does. Called through ctypes on the cuBLASLt library
-PyTorch has already loaded, on PyTorch's current stream: nothing to build or install.
+(``DGELU``), as llm.c does. Called through ctypes on the cuBLASLt library PyTorch has already loaded, on PyTorch's
+current stream: nothing to build or install.
 
 cuBLASLt is column-major: a row-major [rows, cols] tensor is its [cols, rows] transpose, so a row-major
 ``out = left @ right`` is computed as the column-major ``out.T = right.T @ left.T`` (``plan``).
@@ -22,7 +22,7 @@ GELU_AUX_BIAS = 164
 """out = gelu(product + bias), with product + bias also written to ``aux`` (tanh approximation of GELU)."""
 DGELU = 192
 """out = product * gelu'(aux). (``DGELU_BGRAD``, which also sums the bias gradient, ran as a separate unfused
-epilogue kernel on an H200 and took 3.7x the plain product: ``benchmarks/fused_mlp.py``.)"""
+epilogue kernel on an H200 and took 3.7x the plain product; ``benchmarks/TRAINING.md``.)"""
 
 _OP_N, _OP_T = 0, 1
 _BF16, _FP32 = 14, 0  # cudaDataType
