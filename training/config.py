@@ -277,7 +277,7 @@ def parse_args(argv: typing.Sequence[str] | None = None) -> TrainConfig:
             *flags,
             dest=name,
             metavar=types[name].__name__.upper(),
-            help=f"{doc} (default: {default})",
+            help=f"{doc} (default: {default})".replace("%", "%%"),  # argparse formats help with %
         )
     parsed = vars(parser.parse_args(argv))
     return TrainConfig.from_overrides(parsed)

@@ -4,7 +4,7 @@ import pytest
 import torch
 from train_helpers import summary, train
 
-from training.config import ConfigError, TrainConfig
+from training.config import ConfigError, TrainConfig, parse_args
 
 
 def test_overrides_accept_camel_and_snake_case():
@@ -76,6 +76,16 @@ def test_bad_settings_exit_2_without_traceback(tmp_path, args, names):
 def test_out_of_range_numbers_name_the_setting_and_the_rule(name, value, rule):
     with pytest.raises(ConfigError, match=rf"Setting '{name}' must be {rule} \(got {value}\)"):
         TrainConfig(**{name: value})
+
+
+def test_help_lists_every_setting_with_its_doc(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args(["--help"])
+    shown = "".join(capsys.readouterr().out.split())  # argparse re-wraps lines, breaking at spaces and hyphens
+    assert exit_info.value.code == 0
+    for name, doc in TrainConfig.field_docs().items():
+        assert f"--{name.replace('_', '-')}" in shown
+        assert "".join(doc.split()) in shown, name
 
 
 def test_unknown_flag_exits_2(tmp_path):
