@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import re
 import typing
 from dataclasses import dataclass, field
@@ -175,6 +176,7 @@ class TrainConfig:
             "timing_warmup_steps",
         )
         for name, ok, rule in (
+            *((f.name, math.isfinite(getattr(self, f.name)), "a finite number") for f in _float_fields()),
             ("lr", self.lr > 0, "greater than 0"),
             ("min_lr_ratio", 0 <= self.min_lr_ratio <= 1, "between 0 and 1"),
             ("beta1", 0 <= self.beta1 < 1, "at least 0 and below 1"),
@@ -240,6 +242,10 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
+def _float_fields() -> list[dataclasses.Field]:
+    return [f for f in dataclasses.fields(TrainConfig) if typing.get_type_hints(TrainConfig)[f.name] is float]
+
+
 def _snake(key: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower().replace("-", "_")
 
@@ -254,7 +260,9 @@ def _coerce(name: str, kind: type, value: typing.Any) -> typing.Any:
                 if lowered in ("0", "false", "no", "off"):
                     return False
                 raise ValueError(value)
-            return bool(value)
+            if value in (0, 1):  # True and False included
+                return bool(value)
+            raise ValueError(value)
         if kind is int and isinstance(value, float) and not value.is_integer():
             raise ValueError(value)
         return kind(value)

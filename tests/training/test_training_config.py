@@ -26,6 +26,13 @@ def test_overrides_accept_camel_and_snake_case():
     assert cfg.accum_steps(world_size=2) == 4
 
 
+@pytest.mark.parametrize("value", [3, "maybe", 0.5, [True]])
+def test_a_flag_takes_only_true_or_false(value):
+    with pytest.raises(ConfigError, match=r"'fused_mlp' expects bool"):
+        TrainConfig.from_overrides({"fusedMlp": value})
+    assert TrainConfig.from_overrides({"fusedMlp": 0}).fused_mlp is False
+
+
 def test_unknown_override_key_is_named():
     with pytest.raises(ConfigError, match="'microBatchSize'"):
         TrainConfig.from_overrides({"microBatchSize": 8})
@@ -71,6 +78,8 @@ def test_bad_settings_exit_2_without_traceback(tmp_path, args, names):
         ("checkpoint_every", -1, "at least 0"),
         ("peak_tflops", -989.0, "at least 0"),
         ("bucket_cap_mb", 0, "at least 1"),
+        ("lr", float("inf"), "a finite number"),
+        ("memory_limit_gb", float("nan"), "a finite number"),
     ],
 )
 def test_out_of_range_numbers_name_the_setting_and_the_rule(name, value, rule):
