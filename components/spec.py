@@ -10,10 +10,12 @@ import copy
 import difflib
 import ipaddress
 import re
-from typing import Annotated, Any, Literal
+import types
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from components.errors import Problem, SpecError
 from components.stackfile import CLUSTER_KEY
@@ -33,8 +35,32 @@ def _checked_cidr(value: str, parse, what: str) -> str:
     return value
 
 
+def _leaf_types(annotation: Any) -> list[Any]:
+    """The plain types a field accepts, through unions and Annotated."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _leaf_types(get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        return [leaf for arg in get_args(annotation) for leaf in _leaf_types(arg)]
+    return [annotation]
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_flag_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """pydantic would read true as 1; in a stack file it is a slip (YAML reads yes, no, on, off as flags too)."""
+        if isinstance(value, bool):
+            leaves = _leaf_types(cls.model_fields[info.field_name].annotation)
+            if bool not in leaves and (int in leaves or float in leaves):
+                raise PydanticCustomError(
+                    "flag_for_number",
+                    "got {value}, where a number belongs (YAML reads yes, no, on and off as true and false)",
+                    {"value": str(value).lower()},
+                )
+        return value
 
 
 class NodeCounts(_Model):
@@ -160,6 +186,7 @@ _FIXES = {
     "int_parsing": "write a whole number.",
     "float_parsing": "write a number.",
     "bool_parsing": "write true or false.",
+    "flag_for_number": "write a number.",
     "string_type": "write a string.",
     "greater_than_equal": "raise it.",
     "less_than_equal": "lower it.",

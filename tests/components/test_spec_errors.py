@@ -47,6 +47,20 @@ def test_wrong_type(write_stack, aws_cluster):
     assert problem.path == "gpufleet:cluster.market.spotPercent" and "whole number" in problem.fix
 
 
+@pytest.mark.parametrize(("section", "key"), [(None, "nodes"), ("market", "spotPercent"), ("storage", "rootVolumeGb")])
+def test_true_or_false_where_a_number_belongs(write_stack, aws_cluster, section, key):
+    (aws_cluster.setdefault(section, {}) if section else aws_cluster)[key] = True
+    problem = only_problem(write_stack(aws_cluster))
+    assert problem.path == ".".join(filter(None, ("gpufleet:cluster", section, key)))
+    assert problem.message.startswith("got true, where a number belongs") and problem.fix == "write a number."
+
+
+def test_flags_still_take_true_and_false(write_stack, aws_cluster):
+    aws_cluster["network"] = {"allowInternet": True, "antiAffinity": False}
+    spec, _ = spec_and_plan(load_stack_file(write_stack(aws_cluster)))
+    assert spec.network.allow_internet is True
+
+
 def test_unknown_cloud(write_stack, aws_cluster):
     aws_cluster["cloud"] = "gcp"
     problem = only_problem(write_stack(aws_cluster))
