@@ -17,23 +17,17 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import cuda_timing
+
 SHAPES = ((4096, 4), (4096, 8), (4096, 16), (8192, 8), (8192, 16), (16384, 16))
 """(columns per load, warps per row) to try."""
 
 
-def timed_ms(fn, logits_pool: list[torch.Tensor], repeats: int = 10) -> float:
-    """Median of per-call device times; each call gets a fresh copy of the logits (the kernel overwrites them)."""
-    times = []
-    for i in range(repeats + 2):
-        logits = logits_pool[i % len(logits_pool)].clone()
-        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        begin.record()
-        fn(logits)
-        end.record()
-        torch.cuda.synchronize()
-        if i >= 2:
-            times.append(begin.elapsed_time(end))
-    return sorted(times)[len(times) // 2]
+def timed_ms(fn, logits_pool: list[torch.Tensor]) -> float:
+    """Median of 10 per-call device times; each call gets a fresh copy of the logits (the kernel overwrites them)."""
+    return cuda_timing.timed_ms(
+        fn, repeats=10, warmup=2, prepare=lambda i: (logits_pool[i % len(logits_pool)].clone(),)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,8 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=65536, help="tokens per micro-batch (64 x 1024)")
     parser.add_argument("--vocab", type=int, default=50304)
     args = parser.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("error: benchmarks/fused_loss.py measures CUDA kernels; no CUDA device is visible", file=sys.stderr)
+    if cuda_timing.cuda_missing("benchmarks/fused_loss.py"):
         return 2
     from training.fused_loss import cross_entropy_rows_  # needs Triton, which CUDA builds of PyTorch bring
 

@@ -17,22 +17,9 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import cuda_timing
 from training import cublaslt
 from training.fused_mlp import _gelu_mlp
-
-
-def timed_ms(fn, repeats: int = 20) -> float:
-    """Median device time of ``fn()`` over ``repeats`` calls, after three warm-up calls."""
-    times = []
-    for i in range(repeats + 3):
-        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        begin.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        if i >= 3:
-            times.append(begin.elapsed_time(end))
-    return sorted(times)[len(times) // 2]
 
 
 def plain_mlp(x, up_weight, up_bias, down_weight, down_bias):
@@ -44,8 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=65536, help="tokens per micro-batch (64 x 1024)")
     parser.add_argument("--width", type=int, default=768)
     args = parser.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("error: benchmarks/fused_mlp.py measures CUDA kernels; no CUDA device is visible", file=sys.stderr)
+    if cuda_timing.cuda_missing("benchmarks/fused_mlp.py"):
         return 2
     rows, width, hidden = args.rows, args.width, 4 * args.width
     generator = torch.Generator(device="cuda").manual_seed(0)
@@ -94,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     for group, variants in groups.items():
         base = None
         for name, fn in variants:
-            ms = timed_ms(fn)
+            ms = cuda_timing.timed_ms(fn, repeats=20, warmup=3)
             base = base or ms
             results.append({"group": group, "variant": name, "ms": round(ms, 3), "vs_first": round(base / ms, 3)})
             print(json.dumps(results[-1]), flush=True)

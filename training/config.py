@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import math
 import re
 import typing
@@ -242,8 +243,10 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
-def _float_fields() -> list[dataclasses.Field]:
-    return [f for f in dataclasses.fields(TrainConfig) if typing.get_type_hints(TrainConfig)[f.name] is float]
+@functools.cache
+def _float_fields() -> tuple[dataclasses.Field, ...]:
+    hints = typing.get_type_hints(TrainConfig)
+    return tuple(f for f in dataclasses.fields(TrainConfig) if hints[f.name] is float)
 
 
 def _snake(key: str) -> str:

@@ -384,9 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         d.close()
     if d.is_main:
-        run_dir = Path(cfg.run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        (Path(cfg.run_dir) / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         print(json.dumps(summary), flush=True)
     return EXIT_PEER_STOPPED if summary["stopped_by_signal"] and summary["signal"] is None else 0
 

@@ -8,8 +8,7 @@ import os
 import pytest
 import torch
 import torch.nn.functional as F
-
-from training.config import MODEL_SIZES
+from train_helpers import bf16_losses, tiny_twins
 
 CUDA = torch.cuda.is_available()
 DEVICE = "cuda" if CUDA else "cpu"
@@ -71,19 +70,8 @@ def test_rows_of_very_different_scale_and_a_target_in_the_last_block():
 
 @pytest.mark.skipif(not CUDA, reason="the model takes the fused path only for CUDA tensors")
 def test_model_with_fused_loss_matches_the_plain_path():
-    from training.model import GPT
-
-    torch.manual_seed(0)
-    plain = GPT(MODEL_SIZES["tiny"], seq_len=64).cuda()
-    fused = GPT(MODEL_SIZES["tiny"], seq_len=64, fused_loss=True).cuda()
-    fused.load_state_dict(plain.state_dict())
-    tokens = torch.randint(0, 256, (8, 65), device="cuda")
-    losses = []
-    for model in (plain, fused):
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(tokens[:, :-1], tokens[:, 1:])
-        loss.backward()
-        losses.append(loss.item())
+    plain, fused = tiny_twins(64, "cuda", fused_loss=True)
+    losses = bf16_losses((plain, fused), torch.randint(0, 256, (8, 65), device="cuda"))
     assert abs(losses[0] - losses[1]) / losses[0] < 2e-3
     assert _relative(fused.wte.weight.grad, plain.wte.weight.grad) < 2e-2
     assert _relative(fused.blocks[0].mlp.up.weight.grad, plain.blocks[0].mlp.up.weight.grad) < 2e-2

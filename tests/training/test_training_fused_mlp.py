@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from train_helpers import bf16_losses, tiny_twins
 
-from training.config import MODEL_SIZES
 from training.cublaslt import _OP_T, plan
 
 CUDA = torch.cuda.is_available()
@@ -81,19 +81,8 @@ def test_fused_mlp_matches_pytorch_forward_and_backward(rows, width):
 
 @needs_cuda
 def test_model_with_fused_mlp_matches_the_plain_path_compiled():
-    from training.model import GPT
-
-    torch.manual_seed(0)
-    plain = GPT(MODEL_SIZES["tiny"], seq_len=64).cuda()
-    fused = GPT(MODEL_SIZES["tiny"], seq_len=64, fused_mlp=True).cuda()
-    fused.load_state_dict(plain.state_dict())
-    tokens = torch.randint(0, 256, (8, 65), device="cuda")
-    losses = []
-    for model in (plain, torch.compile(fused)):
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(tokens[:, :-1], tokens[:, 1:])
-        loss.backward()
-        losses.append(loss.item())
+    plain, fused = tiny_twins(64, "cuda", fused_mlp=True)
+    losses = bf16_losses((plain, torch.compile(fused)), torch.randint(0, 256, (8, 65), device="cuda"))
     assert abs(losses[0] - losses[1]) / losses[0] < 2e-3
     for name in ("mlp.up.weight", "mlp.up.bias", "mlp.down.weight", "mlp.down.bias", "ln2.weight"):
         mine, theirs = fused.blocks[0].get_parameter(name), plain.blocks[0].get_parameter(name)

@@ -4,18 +4,10 @@
 from __future__ import annotations
 
 import torch
+from train_helpers import tiny_twins
 
 from training.config import MODEL_SIZES, TrainConfig
 from training.memory import estimate
-from training.model import GPT
-
-
-def _pair(**options) -> tuple[GPT, GPT]:
-    torch.manual_seed(0)
-    plain = GPT(MODEL_SIZES["tiny"], seq_len=32)
-    other = GPT(MODEL_SIZES["tiny"], seq_len=32, **options)
-    other.load_state_dict(plain.state_dict())
-    return plain, other
 
 
 def _tokens() -> tuple[torch.Tensor, torch.Tensor]:
@@ -24,7 +16,7 @@ def _tokens() -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def test_bf16_residual_stream_stays_bf16_and_close_to_fp32():
-    plain, bf16 = _pair(residual_dtype=torch.bfloat16)
+    plain, bf16 = tiny_twins(32, residual_dtype=torch.bfloat16)
     seen = []
     bf16.blocks[-1].register_forward_hook(lambda _m, _i, out: seen.append(out.dtype))
     inputs, targets = _tokens()
@@ -38,7 +30,7 @@ def test_bf16_residual_stream_stays_bf16_and_close_to_fp32():
 
 
 def test_fused_loss_is_not_used_on_cpu():
-    plain, fused = _pair(fused_loss=True)
+    plain, fused = tiny_twins(32, fused_loss=True)
     inputs, targets = _tokens()
     assert torch.equal(fused(inputs, targets), plain(inputs, targets))
 
@@ -52,6 +44,6 @@ def test_memory_estimate_counts_only_bf16_logits_with_the_fused_loss():
 
 
 def test_fused_mlp_is_not_used_on_cpu():
-    plain, fused = _pair(fused_mlp=True)
+    plain, fused = tiny_twins(32, fused_mlp=True)
     inputs, targets = _tokens()
     assert torch.equal(fused(inputs, targets), plain(inputs, targets))

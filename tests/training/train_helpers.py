@@ -12,6 +12,9 @@ from pathlib import Path
 
 import torch
 
+from training.config import MODEL_SIZES
+from training.model import GPT
+
 REPO = Path(__file__).resolve().parents[2]
 TINY = [
     "--model",
@@ -130,3 +133,23 @@ def train_nodes(args: list[str], node_dirs: list[Path]) -> list[subprocess.Compl
     for rank, result in enumerate(results):
         assert result.returncode == 0, f"node {rank}: exit {result.returncode}\n{result.stdout}\n{result.stderr}"
     return results
+
+
+def tiny_twins(seq_len: int, device: str = "cpu", **options) -> tuple[GPT, GPT]:
+    """The tiny model and a copy with the same weights built with ``options`` (a precision or fused-kernel choice)."""
+    torch.manual_seed(0)
+    plain = GPT(MODEL_SIZES["tiny"], seq_len=seq_len).to(device)
+    other = GPT(MODEL_SIZES["tiny"], seq_len=seq_len, **options).to(device)
+    other.load_state_dict(plain.state_dict())
+    return plain, other
+
+
+def bf16_losses(models, tokens: torch.Tensor) -> list[float]:
+    """One forward + backward of each model on the same tokens [batch, seq + 1] under bf16 autocast; the losses."""
+    losses = []
+    for model in models:
+        with torch.autocast(tokens.device.type, dtype=torch.bfloat16):
+            loss = model(tokens[:, :-1], tokens[:, 1:])
+        loss.backward()
+        losses.append(loss.item())
+    return losses
