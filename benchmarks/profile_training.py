@@ -75,11 +75,13 @@ def gpu_busy_ms(trace_path: Path) -> tuple[float, float]:
 
 
 class ClockSampler(threading.Thread):
-    """Reads the GPU's SM clock (MHz) every 20 ms while the timed steps run: shows power or thermal throttling."""
+    """Reads the GPU's SM clock (MHz) and power draw (W) every 20 ms while the timed steps run: shows power or
+    thermal throttling."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
         self.samples: list[int] = []
+        self.watts: list[float] = []
         self.done = threading.Event()
 
     def run(self) -> None:
@@ -88,6 +90,7 @@ class ClockSampler(threading.Thread):
         while not self.done.wait(0.02):
             try:
                 self.samples.append(torch.cuda.clock_rate())
+                self.watts.append(torch.cuda.power_draw() / 1000)
             except Exception:  # pynvml missing or refused: no clock figures, the timing stands
                 return
 
@@ -156,6 +159,16 @@ def run_variant(name: str, model_name: str, micro_batch: int, steps: int, trace_
     optimizer_step()
     sync()
     optimizer_ms = (time.perf_counter() - started) * 1e3
+
+    accum = cfg.accum_steps(1)
+    full_steps = 2
+    started = time.perf_counter()
+    for _ in range(full_steps):
+        for i in range(accum):
+            micro_step(i)
+        optimizer_step()
+    sync()
+    full_step_ms = (time.perf_counter() - started) * 1e3 / full_steps
     micro_step(0)
 
     profiled = 3
@@ -188,7 +201,12 @@ def run_variant(name: str, model_name: str, micro_batch: int, steps: int, trace_
         "sm_clock_mhz": {"median": statistics.median(clocks.samples), "min": min(clocks.samples)}
         if clocks.samples
         else None,
+        "power_w": {"median": round(statistics.median(clocks.watts)), "max": round(max(clocks.watts))}
+        if clocks.watts
+        else None,
         "optimizer_step_ms": round(optimizer_ms, 2),
+        "full_step_ms": round(full_step_ms, 2),
+        "full_step_beyond_micro_steps_ms": round(full_step_ms - accum * micro_ms, 2),
         "tokens_per_s_micro": round(tokens_per_s),
         "mfu_micro": mfu(model.flops_per_token(), tokens_per_s, 1, peak_tflops(device, 0.0)),
         "profiled_ms_per_micro_step": {
@@ -245,15 +263,20 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result), flush=True)
         results.append(result)
     base = next((r for r in results if r["variant"] == "base" and "error" not in r), None)
-    print(f"{'variant':<12} {'micro ms':>9} {'tok/s':>10} {'MFU':>6} {'vs base':>8} {'compile s':>9}")
+    print(
+        f"{'variant':<16} {'micro ms':>9} {'tok/s':>10} {'MFU':>6} {'vs base':>8} {'compile s':>9} "
+        f"{'matmul ms':>9} {'MHz':>5} {'W':>4}"
+    )
     for r in results:
         if "error" in r:
-            print(f"{r['variant']:<12} failed: {r['error']}")
+            print(f"{r['variant']:<16} failed: {r['error']}")
             continue
         ratio = base["micro_step_ms"] / r["micro_step_ms"] if base else float("nan")
+        clock, power = r["sm_clock_mhz"] or {"median": 0}, r["power_w"] or {"median": 0}
         print(
-            f"{r['variant']:<12} {r['micro_step_ms']:>9.2f} {r['tokens_per_s_micro']:>10,} "
-            f"{r['mfu_micro'] or 0:>6.1%} {ratio:>8.3f} {r['compile_s']:>9.1f}"
+            f"{r['variant']:<16} {r['micro_step_ms']:>9.2f} {r['tokens_per_s_micro']:>10,} "
+            f"{r['mfu_micro'] or 0:>6.1%} {ratio:>8.3f} {r['compile_s']:>9.1f} "
+            f"{r['families_ms'].get('matmul', 0):>9.2f} {clock['median']:>5.0f} {power['median']:>4}"
         )
     return 0 if all("error" not in r for r in results) else 1
 

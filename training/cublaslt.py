@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import torch
 
+DEFAULT = 1
+"""out = product."""
 GELU_AUX_BIAS = 164
 """out = gelu(product + bias), with product + bias also written to ``aux`` (tanh approximation of GELU)."""
 DGELU = 192
@@ -40,20 +42,29 @@ _ALIGNMENT = 256  # the alignment cuBLASLt's heuristics assume for every matrix 
 class Plan:
     """cuBLASLt's column-major view of the row-major product out[rows, cols] = left[rows, inner] @ right.
 
-    ``right`` is [inner, cols], or [cols, inner] used transposed (a weight, as nn.Linear keeps it). Each layout is
+    ``right`` is [inner, cols], or [cols, inner] used transposed (a weight, as nn.Linear keeps it); ``left`` is
+    [rows, inner], or [inner, rows] used transposed (an output gradient, for a weight's gradient). Each layout is
     (rows, cols, leading dimension) of the column-major matrix that the row-major tensor's memory is.
     """
 
     transa: int
+    transb: int
     a: tuple[int, int, int]
     b: tuple[int, int, int]
     d: tuple[int, int, int]
 
 
-def plan(rows: int, inner: int, cols: int, right_transposed: bool) -> Plan:
-    """The column-major product D = op(A) @ B with A = right's memory, B = left's memory, D = out's memory."""
+def plan(rows: int, inner: int, cols: int, right_transposed: bool, left_transposed: bool = False) -> Plan:
+    """The column-major product D = op(A) @ op(B) with A = right's memory, B = left's memory, D = out's memory."""
     a = (inner, cols, inner) if right_transposed else (cols, inner, cols)
-    return Plan(transa=_OP_T if right_transposed else _OP_N, a=a, b=(inner, rows, inner), d=(cols, rows, cols))
+    b = (rows, inner, rows) if left_transposed else (inner, rows, inner)
+    return Plan(
+        transa=_OP_T if right_transposed else _OP_N,
+        transb=_OP_T if left_transposed else _OP_N,
+        a=a,
+        b=b,
+        d=(cols, rows, cols),
+    )
 
 
 class _HeuristicResult(ctypes.Structure):
@@ -108,13 +119,16 @@ class _CublasLt:
         )
         return layout
 
-    def _prepare(self, shape: Plan, epilogue: int, bias: int, aux: int, device: int) -> tuple:
-        """The descriptor, layouts and the algorithms cuBLASLt's heuristics propose (best guess first)."""
+    def _prepare(
+        self, shape: Plan, epilogue: int, bias: int, aux: int, device: int, candidates: int = _CANDIDATES
+    ) -> tuple:
+        """The descriptor, layouts and up to ``candidates`` algorithms cuBLASLt's heuristics propose (best guess
+        first)."""
         desc = ctypes.c_void_p()
         self._check("cublasLtMatmulDescCreate", ctypes.byref(desc), _COMPUTE_32F, _FP32)
         set_desc = "cublasLtMatmulDescSetAttribute"
         self._set(set_desc, desc, _DESC_TRANSA, ctypes.c_int32(shape.transa))
-        self._set(set_desc, desc, _DESC_TRANSB, ctypes.c_int32(_OP_N))
+        self._set(set_desc, desc, _DESC_TRANSB, ctypes.c_int32(shape.transb))
         self._set(set_desc, desc, _DESC_EPILOGUE, ctypes.c_int32(epilogue))
         self._set(set_desc, desc, _DESC_AUX_LD, ctypes.c_int64(shape.d[2]))
         self._set(set_desc, desc, _DESC_BIAS_POINTER, ctypes.c_void_p(bias))
@@ -128,7 +142,7 @@ class _CublasLt:
             _PREF_MAX_WORKSPACE_BYTES,
             ctypes.c_uint64(_WORKSPACE_BYTES),
         )
-        results, found = (_HeuristicResult * _CANDIDATES)(), ctypes.c_int(0)
+        results, found = (_HeuristicResult * candidates)(), ctypes.c_int(0)
         a_layout, b_layout, d_layout = layouts
         self._check(
             "cublasLtMatmulAlgoGetHeuristic",
@@ -139,7 +153,7 @@ class _CublasLt:
             d_layout,
             d_layout,
             preference,
-            _CANDIDATES,
+            candidates,
             results,
             ctypes.byref(found),
         )
@@ -172,25 +186,26 @@ class _CublasLt:
             ctypes.c_void_p(torch.cuda.current_stream(left.device).cuda_stream),
         )
 
-    def _fastest(self, desc, layouts, candidates: list, left, right, out) -> _HeuristicResult:
-        """The candidate that runs these operands fastest (timed once per shape, on first use): the heuristics'
-        first choice for an epilogue can be an older kernel family that is slower than others they list."""
+    def _timings(
+        self, desc, layouts, candidates: list, left, right, out, runs: int = _TIMED_RUNS
+    ) -> list[tuple[float, int]]:
+        """(ms for ``runs`` runs, index) of each candidate that runs these operands, in the heuristics' order."""
         timings = []
-        for candidate in candidates:
+        for index, candidate in enumerate(candidates):
             begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             try:
                 self._launch(desc, layouts, candidate.algo, left, right, out)
                 begin.record()
-                for _ in range(_TIMED_RUNS):
+                for _ in range(runs):
                     self._launch(desc, layouts, candidate.algo, left, right, out)
                 end.record()
             except RuntimeError:
                 continue
             end.synchronize()
-            timings.append((begin.elapsed_time(end), len(timings), candidate))
+            timings.append((begin.elapsed_time(end), index))
         if not timings:
             raise RuntimeError("cuBLASLt could run none of the algorithms its heuristics proposed")
-        return min(timings)[2]
+        return timings
 
     def matmul(
         self,
@@ -203,20 +218,50 @@ class _CublasLt:
         aux: torch.Tensor,
     ) -> None:
         """out = epilogue(left @ right): all bf16, contiguous and aligned (see ``aligned``), on one device; ``bias``
-        only for the epilogues that read it."""
-        rows, inner = left.shape
-        cols = right.shape[0] if right_transposed else right.shape[1]
-        shape = plan(rows, inner, cols, right_transposed)
-        bias_pointer = 0 if bias is None else bias.data_ptr()
+        only for the epilogues that read it. The algorithm is the fastest of the heuristics' candidates on these
+        operands, timed on first use of the shape: the first choice for an epilogue can be an older kernel family
+        that is slower than others they list."""
+        shape = _shape(left, right, right_transposed, left_transposed=False)
+        bias_pointer, aux_pointer = 0 if bias is None else bias.data_ptr(), aux.data_ptr()
         key = (epilogue, shape, left.device.index)
         with self.lock:
             if key not in self.prepared:
-                desc, layouts, candidates = self._prepare(shape, epilogue, bias_pointer, aux.data_ptr(), key[2])
-                self.prepared[key] = desc, layouts, self._fastest(desc, layouts, candidates, left, right, out)
+                desc, layouts, candidates = self._prepare(shape, epilogue, bias_pointer, aux_pointer, key[2])
+                _, fastest = min(self._timings(desc, layouts, candidates, left, right, out))
+                self.prepared[key] = desc, layouts, candidates[fastest]
             desc, layouts, chosen = self.prepared[key]
             self._set("cublasLtMatmulDescSetAttribute", desc, _DESC_BIAS_POINTER, ctypes.c_void_p(bias_pointer))
-            self._set("cublasLtMatmulDescSetAttribute", desc, _DESC_AUX_POINTER, ctypes.c_void_p(aux.data_ptr()))
+            self._set("cublasLtMatmulDescSetAttribute", desc, _DESC_AUX_POINTER, ctypes.c_void_p(aux_pointer))
             self._launch(desc, layouts, chosen.algo, left, right, out)
+
+    def candidate_times(
+        self,
+        left,
+        right,
+        right_transposed: bool,
+        left_transposed: bool,
+        out,
+        candidates: int,
+        runs: int,
+        epilogue: int,
+        bias: torch.Tensor | None,
+        aux: torch.Tensor | None,
+    ) -> list[float | None]:
+        """ms per product (mean of ``runs`` back to back) for each of up to ``candidates`` algorithms, in the
+        heuristics' order (None where one cannot run these operands)."""
+        shape = _shape(left, right, right_transposed, left_transposed)
+        pointers = [0 if t is None else t.data_ptr() for t in (bias, aux)]
+        with self.lock:
+            desc, layouts, proposed = self._prepare(shape, epilogue, *pointers, left.device.index, candidates)
+            timings = self._timings(desc, layouts, proposed, left, right, out, runs)
+        measured = {index: ms / runs for ms, index in timings}
+        return [measured.get(index) for index in range(len(proposed))]
+
+
+def _shape(left: torch.Tensor, right: torch.Tensor, right_transposed: bool, left_transposed: bool) -> Plan:
+    inner, rows = left.shape if left_transposed else left.shape[::-1]
+    cols = right.shape[0] if right_transposed else right.shape[1]
+    return plan(rows, inner, cols, right_transposed, left_transposed)
 
 
 _instance: _CublasLt | None = None
@@ -234,6 +279,31 @@ def aligned(tensor: torch.Tensor) -> torch.Tensor:
     if tensor.is_contiguous() and tensor.data_ptr() % _ALIGNMENT == 0:
         return tensor
     return tensor.clone(memory_format=torch.contiguous_format)
+
+
+def _output(left: torch.Tensor, right: torch.Tensor, right_transposed: bool, left_transposed: bool) -> torch.Tensor:
+    rows = left.shape[1] if left_transposed else left.shape[0]
+    return left.new_empty(rows, right.shape[0] if right_transposed else right.shape[1])
+
+
+def algorithm_times(
+    left: torch.Tensor,
+    right: torch.Tensor,
+    right_transposed: bool,
+    left_transposed: bool,
+    candidates: int,
+    runs: int,
+    epilogue: int = DEFAULT,
+    bias: torch.Tensor | None = None,
+    aux: torch.Tensor | None = None,
+) -> list[float | None]:
+    """How long the product takes with each algorithm cuBLASLt's heuristics propose, best guess first (None: that
+    one could not run): shows how far PyTorch's matmul, or the heuristics' first choice, is from the fastest."""
+    left, right = aligned(left), aligned(right)
+    out = _output(left, right, right_transposed, left_transposed)
+    return _cublaslt().candidate_times(
+        left, right, right_transposed, left_transposed, out, candidates, runs, epilogue, bias, aux
+    )
 
 
 def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -20,21 +20,22 @@ def _column_major(memory: np.ndarray, rows: int, cols: int, ld: int) -> np.ndarr
     return np.lib.stride_tricks.as_strided(memory, (rows, cols), (memory.itemsize, ld * memory.itemsize))
 
 
+@pytest.mark.parametrize("left_transposed", [False, True])
 @pytest.mark.parametrize("right_transposed", [True, False])
 @pytest.mark.parametrize(("rows", "inner", "cols"), [(6, 4, 8), (16, 8, 24), (3, 5, 7)])
-def test_plan_computes_the_row_major_product(rows, inner, cols, right_transposed):
+def test_plan_computes_the_row_major_product(rows, inner, cols, right_transposed, left_transposed):
     generator = np.random.default_rng(rows * cols)
-    left = generator.standard_normal((rows, inner))
+    left = generator.standard_normal((inner, rows) if left_transposed else (rows, inner))
     right = generator.standard_normal((cols, inner) if right_transposed else (inner, cols))
-    shape = plan(rows, inner, cols, right_transposed)
+    shape = plan(rows, inner, cols, right_transposed, left_transposed)
 
     a = _column_major(right.ravel(), *shape.a)
     b = _column_major(left.ravel(), *shape.b)
     d_memory = np.zeros(rows * cols)
-    product = (a.T if shape.transa == _OP_T else a) @ b
+    product = (a.T if shape.transa == _OP_T else a) @ (b.T if shape.transb == _OP_T else b)
     _column_major(d_memory, *shape.d)[...] = product
 
-    expected = left @ (right.T if right_transposed else right)
+    expected = (left.T if left_transposed else left) @ (right.T if right_transposed else right)
     assert np.allclose(d_memory.reshape(rows, cols), expected)
 
 
