@@ -6,7 +6,10 @@ against a 1-GPU baseline from the same invocation. Prints one JSON object::
 
     python -m training.bench --model gpt2 --micro-batch 64 --steps 30 --warmup-steps 10
 
-Scaling efficiency for N GPUs = tokens/s(N) / (N * tokens/s(1)).
+Scaling efficiency for N GPUs = tokens/s(N) / (N * tokens/s(1)), the 1-GPU run on the first GPU. With
+``--each-gpu`` the 1-GPU run is repeated on every other GPU too, and scaling is also reported against the sum of
+the cards' own single-GPU figures: a synchronous job runs at its slowest card's pace, so on a machine whose cards
+differ by a few percent (power-capped H200s do) this separates the slower card from the cost of communication.
 """
 
 from __future__ import annotations
@@ -36,14 +39,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--gpus", default="", help="comma-separated GPU counts (default: 1 and all visible)")
     parser.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"), help="where to run")
     parser.add_argument("--extra", default="", help="further training flags, e.g. '--compile off'")
+    parser.add_argument(
+        "--each-gpu",
+        action="store_true",
+        help="also run the 1-GPU job on every other GPU, and report scaling against the cards' summed throughput",
+    )
     return parser.parse_args(argv)
 
 
-def run_one(args: argparse.Namespace, nproc: int, run_dir: str) -> dict:
-    """One torchrun invocation of the training job; returns its summary (its last stdout line)."""
+def run_one(args: argparse.Namespace, nproc: int, run_dir: str, first_gpu: int = 0) -> dict:
+    """One torchrun invocation of the training job on GPUs first_gpu.. first_gpu + nproc - 1; returns its summary
+    (its last stdout line)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1", NCCL_NVLS_ENABLE=os.environ.get("NCCL_NVLS_ENABLE", "0"))
     if args.device != "cpu" and torch.cuda.is_available():
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(nproc))
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(first_gpu, first_gpu + nproc))
     command = [
         sys.executable,
         "-m",
@@ -83,7 +92,12 @@ def run_one(args: argparse.Namespace, nproc: int, run_dir: str) -> dict:
     result = subprocess.run(command, env=env, stdout=subprocess.PIPE, text=True)
     lines = result.stdout.strip().splitlines()
     if result.returncode != 0 or not lines:
-        return {"gpus": nproc, "error": f"exit code {result.returncode}", "command": " ".join(command)}
+        return {
+            "gpus": nproc,
+            "first_gpu": first_gpu,
+            "error": f"exit code {result.returncode}",
+            "command": " ".join(command),
+        }
     summary = json.loads(lines[-1])
     keys = (
         "tokens_per_s",
@@ -97,7 +111,22 @@ def run_one(args: argparse.Namespace, nproc: int, run_dir: str) -> dict:
         "peak_tflops",
         "n_params",
     )
-    return {"gpus": nproc, **{key: summary.get(key) for key in keys}}
+    return {"gpus": nproc, "first_gpu": first_gpu, **{key: summary.get(key) for key in keys}}
+
+
+def scaling(runs: list[dict]) -> tuple[dict[str, float], dict[str, float]]:
+    """Per multi-GPU run (keyed by its GPU count): tokens/s over N x the first GPU's single-GPU tokens/s, and over
+    the sum of single-GPU tokens/s of the N cards it ran on (only where each of them has a figure)."""
+    alone = {r["first_gpu"]: r["tokens_per_s"] for r in runs if r["gpus"] == 1 and "error" not in r}
+    versus_first, versus_each = {}, {}
+    for r in runs:
+        if r["gpus"] < 2 or "error" in r or 0 not in alone:
+            continue
+        versus_first[str(r["gpus"])] = r["tokens_per_s"] / (r["gpus"] * alone[0])
+        cards = range(r["first_gpu"], r["first_gpu"] + r["gpus"])
+        if all(card in alone for card in cards):
+            versus_each[str(r["gpus"])] = r["tokens_per_s"] / sum(alone[card] for card in cards)
+    return versus_first, versus_each
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,16 +134,14 @@ def main(argv: list[str] | None = None) -> int:
     visible = torch.cuda.device_count() if args.device != "cpu" else 0
     counts = [int(n) for n in args.gpus.split(",") if n] or sorted({1, max(visible, 1)})
     runs = []
+    jobs = [(n, 0) for n in counts]
+    if args.each_gpu:
+        jobs[1:1] = [(1, gpu) for gpu in range(1, visible)]
     with tempfile.TemporaryDirectory(prefix="gpufleet-bench-") as tmp:
-        for n in counts:
-            runs.append(run_one(args, n, os.path.join(tmp, f"gpus{n}")))
+        for n, first_gpu in jobs:
+            runs.append(run_one(args, n, os.path.join(tmp, f"gpus{n}-from{first_gpu}"), first_gpu))
             print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
-    base = next((r for r in runs if r["gpus"] == 1 and "error" not in r), None)
-    scaling = {
-        str(r["gpus"]): r["tokens_per_s"] / (r["gpus"] * base["tokens_per_s"])
-        for r in runs
-        if base and r["gpus"] > 1 and "error" not in r
-    }
+    versus_first, versus_each = scaling(runs)
     print(
         json.dumps(
             {
@@ -126,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
                 "warmup_steps": args.warmup_steps,
                 "extra": args.extra,
                 "runs": runs,
-                "scaling_efficiency_vs_1gpu": scaling,
+                "scaling_efficiency_vs_1gpu": versus_first,
+                **({"scaling_efficiency_vs_each_gpu_alone": versus_each} if args.each_gpu else {}),
             }
         )
     )
