@@ -26,7 +26,19 @@ import torch
 from training.config import TrainConfig
 
 
+def gpu_counts(text: str) -> list[int]:
+    """``--gpus``: comma-separated counts, each 1 or more."""
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of GPU counts, e.g. 1,2") from None
+    if any(count < 1 for count in counts):
+        raise argparse.ArgumentTypeError(f"'{text}': each GPU count must be 1 or more")
+    return counts
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The options, with ``visible`` (GPUs the runs may use; 0 on the CPU) and ``counts`` (GPU counts to run)."""
     parser = argparse.ArgumentParser(prog="python -m training.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="gpt2", help="named model size (default gpt2, 124M)")
     parser.add_argument(
@@ -36,7 +48,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--global-batch", type=int, default=512, help="sequences per optimizer step, all GPUs")
     parser.add_argument("--steps", type=int, default=30, help="optimizer steps per run, warm-up included")
     parser.add_argument("--warmup-steps", type=int, default=10, help="steps left out of the timing")
-    parser.add_argument("--gpus", default="", help="comma-separated GPU counts (default: 1 and all visible)")
+    parser.add_argument(
+        "--gpus", type=gpu_counts, default=[], help="comma-separated GPU counts (default: 1 and all visible)"
+    )
     parser.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"), help="where to run")
     parser.add_argument("--extra", default="", help="further training flags, e.g. '--compile off'")
     parser.add_argument(
@@ -44,7 +58,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="also run the 1-GPU job on every other GPU, and report scaling against the cards' summed throughput",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.visible = torch.cuda.device_count() if args.device != "cpu" else 0
+    args.counts = args.gpus or sorted({1, max(args.visible, 1)})
+    if args.visible and max(args.counts) > args.visible:
+        parser.error(f"--gpus asks for {max(args.counts)} GPUs but {args.visible} are visible; ask for fewer")
+    if args.each_gpu and args.visible < 2:
+        parser.error("--each-gpu compares this machine's GPUs with each other: it needs 2 or more visible GPUs")
+    return args
 
 
 def run_one(args: argparse.Namespace, nproc: int, run_dir: str, first_gpu: int = 0) -> dict:
@@ -131,12 +152,10 @@ def scaling(runs: list[dict]) -> tuple[dict[str, float], dict[str, float]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    visible = torch.cuda.device_count() if args.device != "cpu" else 0
-    counts = [int(n) for n in args.gpus.split(",") if n] or sorted({1, max(visible, 1)})
     runs = []
-    jobs = [(n, 0) for n in counts]
+    jobs = [(n, 0) for n in args.counts]
     if args.each_gpu:
-        jobs[1:1] = [(1, gpu) for gpu in range(1, visible)]
+        jobs[1:1] = [(1, gpu) for gpu in range(1, args.visible)]
     with tempfile.TemporaryDirectory(prefix="gpufleet-bench-") as tmp:
         for n, first_gpu in jobs:
             runs.append(run_one(args, n, os.path.join(tmp, f"gpus{n}-from{first_gpu}"), first_gpu))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from training.bench import scaling
+from training.bench import parse_args, scaling
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,6 +40,22 @@ def test_scaling_against_each_card_needs_every_card_it_ran_on():
 def test_failed_runs_and_a_missing_baseline_give_no_figure():
     assert scaling([_run(1, 0, 100.0), {"gpus": 2, "first_gpu": 0, "error": "exit code 1"}]) == ({}, {})
     assert scaling([{"gpus": 1, "first_gpu": 0, "error": "exit code 1"}, _run(2, 0, 190.0)]) == ({}, {})
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--gpus", "one,2"], "argument --gpus: 'one,2' is not a comma-separated list of GPU counts, e.g. 1,2"),
+        (["--gpus", "1,0"], "argument --gpus: '1,0': each GPU count must be 1 or more"),
+        (["--device", "cpu", "--each-gpu"], "--each-gpu compares this machine's GPUs with each other: it needs 2"),
+    ],
+)
+def test_bad_options_exit_2_naming_the_option(argv, message, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        parse_args(argv)
+
+    assert stopped.value.code == 2
+    assert message in capsys.readouterr().err
 
 
 def test_the_benchmark_runs_one_and_two_ranks_on_the_cpu():
