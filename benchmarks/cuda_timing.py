@@ -1,4 +1,5 @@
-"""What the kernel benchmarks share: refusing to run without a GPU, and timing one call on the device."""
+"""What the kernel benchmarks share: refusing to run without a GPU, random bf16 operands, and timing one call on the
+device."""
 
 from __future__ import annotations
 
@@ -30,3 +31,8 @@ def timed_ms(run: Callable, repeats: int, warmup: int, prepare: Callable[[int], 
         if i >= warmup:
             times.append(begin.elapsed_time(end))
     return sorted(times)[len(times) // 2]
+
+
+def random_bf16(generator: torch.Generator, *shape: int, scale: float = 1.0) -> torch.Tensor:
+    """A bf16 CUDA tensor of normal samples times ``scale``, drawn from ``generator`` (same operands every run)."""
+    return (torch.randn(*shape, device="cuda", generator=generator) * scale).bfloat16()

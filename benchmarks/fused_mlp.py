@@ -8,6 +8,7 @@ one JSON line per variant and a table, with each time as a ratio against the var
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -36,8 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, width, hidden = args.rows, args.width, 4 * args.width
     generator = torch.Generator(device="cuda").manual_seed(0)
 
-    def random(*shape, scale=1.0):
-        return (torch.randn(*shape, device="cuda", generator=generator) * scale).bfloat16()
+    random = functools.partial(cuda_timing.random_bf16, generator)
 
     inputs = [
         random(rows, width).requires_grad_(),

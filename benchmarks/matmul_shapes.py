@@ -13,6 +13,7 @@ differ from the plain product's. Prints one JSON line per product and a table::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -52,8 +53,7 @@ def measure(layer: tuple[str, int, int, int], tokens: int, candidates: int, gene
     """The layer's three products, PyTorch against each cuBLASLt candidate."""
     name, fan_in, fan_out, count = layer
 
-    def random(*shape):
-        return torch.randn(*shape, device="cuda", generator=generator).bfloat16()
+    random = functools.partial(cuda_timing.random_bf16, generator)
 
     x, weight, grad_y = random(tokens, fan_in), random(fan_out, fan_in), random(tokens, fan_out)
     products = [

@@ -236,10 +236,9 @@ class _CublasLt:
 
     def candidate_times(
         self,
+        shape: Plan,
         left,
         right,
-        right_transposed: bool,
-        left_transposed: bool,
         out,
         candidates: int,
         runs: int,
@@ -249,7 +248,6 @@ class _CublasLt:
     ) -> list[float | None]:
         """ms per product (mean of ``runs`` back to back) for each of up to ``candidates`` algorithms, in the
         heuristics' order (None where one cannot run these operands)."""
-        shape = _shape(left, right, right_transposed, left_transposed)
         pointers = [0 if t is None else t.data_ptr() for t in (bias, aux)]
         with self.lock:
             desc, layouts, proposed = self._prepare(shape, epilogue, *pointers, left.device.index, candidates)
@@ -281,11 +279,6 @@ def aligned(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.clone(memory_format=torch.contiguous_format)
 
 
-def _output(left: torch.Tensor, right: torch.Tensor, right_transposed: bool, left_transposed: bool) -> torch.Tensor:
-    rows = left.shape[1] if left_transposed else left.shape[0]
-    return left.new_empty(rows, right.shape[0] if right_transposed else right.shape[1])
-
-
 def algorithm_times(
     left: torch.Tensor,
     right: torch.Tensor,
@@ -300,10 +293,10 @@ def algorithm_times(
     """How long the product takes with each algorithm cuBLASLt's heuristics propose, best guess first (None: that
     one could not run): shows how far PyTorch's matmul, or the heuristics' first choice, is from the fastest."""
     left, right = aligned(left), aligned(right)
-    out = _output(left, right, right_transposed, left_transposed)
-    return _cublaslt().candidate_times(
-        left, right, right_transposed, left_transposed, out, candidates, runs, epilogue, bias, aux
-    )
+    shape = _shape(left, right, right_transposed, left_transposed)
+    cols, rows, _ = shape.d
+    out = left.new_empty(rows, cols)
+    return _cublaslt().candidate_times(shape, left, right, out, candidates, runs, epilogue, bias, aux)
 
 
 def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
