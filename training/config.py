@@ -110,6 +110,12 @@ class TrainConfig:
         "the logits in place (less memory traffic and memory); false uses F.cross_entropy. Ignored on CPU.",
         default=True,
     )
+    fp8_head: bool = _doc(
+        "With the fused loss, on GPUs with FP8 tensor cores (compute capability 8.9 or later: L4, L40S, H100, H200), "
+        "run the output layer's three matmuls in FP8 (e4m3 inputs scaled by their maximum, the loss gradient in e5m2); "
+        "false keeps them in bf16. Ignored on CPU, in fp32 and on older GPUs.",
+        default=False,
+    )
     fused_mlp: bool = _doc(
         "On CUDA in bf16, apply each MLP's bias + GELU inside the up-projection's matmul and GELU's derivative inside "
         "the backward matmul (cuBLASLt epilogues) instead of in separate kernels; false uses PyTorch's ops. "

@@ -25,14 +25,17 @@ class MemoryEstimate:
         return self.params + self.grads + self.optimizer + self.activations + self.overhead
 
 
-def estimate(cfg: TrainConfig, n_params: int, half_precision: bool, fused_loss: bool = False) -> MemoryEstimate:
+def estimate(
+    cfg: TrainConfig, n_params: int, half_precision: bool, fused_loss: bool = False, fp8_head: bool = False
+) -> MemoryEstimate:
     """Bytes for fp32 params, fp32 grads, AdamW's two moments and one micro-batch's activations.
 
     Activations follow Korthikanti et al. (2022): about 34 * tokens * width bytes per layer in
     16-bit with fused (flash) attention, doubled in fp32; with activation checkpointing only each
     block's input is kept plus one block's worth during recomputation. The output layer keeps
     the logits and their fp32 softmax and gradient: ~10 bytes per logit, or only the bf16 logits
-    (their gradient overwrites them) with the fused loss.
+    (their gradient overwrites them) with the fused loss; with its FP8 products, the bf16 logits and their
+    FP8 gradient while the loss runs (backward then holds the gradient and its transposed copy: less).
     """
     size = cfg.size
     tokens = cfg.micro_batch * cfg.seq_len
@@ -42,7 +45,7 @@ def estimate(cfg: TrainConfig, n_params: int, half_precision: bool, fused_loss: 
         blocks = size.n_layer * width_bytes * tokens * size.n_embd + per_layer
     else:
         blocks = size.n_layer * per_layer
-    logits = (2 if fused_loss else width_bytes + 8) * tokens * size.vocab_size
+    logits = (3 if fp8_head else 2 if fused_loss else width_bytes + 8) * tokens * size.vocab_size
     return MemoryEstimate(
         params=4 * n_params,
         grads=4 * n_params,
@@ -63,10 +66,15 @@ def available_bytes(cfg: TrainConfig, device: torch.device) -> int | None:
 
 
 def check_fits(
-    cfg: TrainConfig, n_params: int, device: torch.device, half_precision: bool, fused_loss: bool = False
+    cfg: TrainConfig,
+    n_params: int,
+    device: torch.device,
+    half_precision: bool,
+    fused_loss: bool = False,
+    fp8_head: bool = False,
 ) -> MemoryEstimate:
     """Raise ConfigError with concrete advice when the estimate exceeds the device budget."""
-    need = estimate(cfg, n_params, half_precision, fused_loss)
+    need = estimate(cfg, n_params, half_precision, fused_loss, fp8_head)
     budget = available_bytes(cfg, device)
     if budget is not None and need.total > budget:
         advice = [

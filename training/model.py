@@ -74,10 +74,12 @@ class GPT(nn.Module):
         residual_dtype: torch.dtype | None = None,
         fused_loss: bool = False,
         fused_mlp: bool = False,
+        fp8_head: bool = False,
     ) -> None:
         """``residual_dtype``: cast the embeddings to it so the residual stream stays in it (None keeps the
         embedding's fp32); ``fused_loss``: on CUDA, compute the output layer and loss with the fused kernel;
-        ``fused_mlp``: on CUDA, run the MLPs with GELU inside their matmuls (bf16 only)."""
+        ``fused_mlp``: on CUDA, run the MLPs with GELU inside their matmuls (bf16 only); ``fp8_head``: with the
+        fused loss, run the output layer's matmuls in FP8."""
         super().__init__()
         self.size = size
         self.seq_len = seq_len
@@ -85,6 +87,7 @@ class GPT(nn.Module):
         self.residual_dtype = residual_dtype
         self.fused_loss = fused_loss
         self.fused_mlp = fused_mlp
+        self.fp8_head = fp8_head
         self.wte = nn.Embedding(size.vocab_size, size.n_embd)
         self.wpe = nn.Embedding(seq_len, size.n_embd)
         self.blocks = nn.ModuleList(Block(size, fused_mlp) for _ in range(size.n_layer))
@@ -97,7 +100,8 @@ class GPT(nn.Module):
     def from_config(cls, cfg: TrainConfig, half: bool, cuda: bool) -> GPT:
         """The job's model for these settings: the residual stream in bf16 under bf16 autocast (unless
         residual_stream is 'fp32'), the fused loss on CUDA when fused_loss is set, the fused MLP on CUDA under bf16
-        autocast when fused_mlp is set."""
+        autocast when fused_mlp is set, and the output layer in FP8 under bf16 autocast on a GPU with FP8 tensor
+        cores when fp8_head is set too."""
         return cls(
             cfg.size,
             cfg.seq_len,
@@ -105,6 +109,7 @@ class GPT(nn.Module):
             residual_dtype=torch.bfloat16 if half and cfg.residual_stream == "auto" else None,
             fused_loss=cfg.fused_loss and cuda,
             fused_mlp=cfg.fused_mlp and cuda and half,
+            fp8_head=cfg.fp8_head and cfg.fused_loss and cuda and half and torch.cuda.get_device_capability() >= (8, 9),
         )
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -133,7 +138,7 @@ class GPT(nn.Module):
         if self.fused_loss and x.is_cuda:
             from training.fused_loss import head_cross_entropy
 
-            return head_cross_entropy(x.view(-1, x.shape[-1]), self.head.weight, targets.reshape(-1))
+            return head_cross_entropy(x.view(-1, x.shape[-1]), self.head.weight, targets.reshape(-1), self.fp8_head)
         logits = self.head(x)
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
 

@@ -211,7 +211,7 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
     select_attention_backend(cfg.sdpa_backend)
 
     model = GPT.from_config(cfg, half, cuda).to(d.device)
-    memory.check_fits(cfg, model.num_params(), d.device, half, model.fused_loss)
+    memory.check_fits(cfg, model.num_params(), d.device, half, model.fused_loss, model.fp8_head)
     if model.fused_mlp:
         from training.fused_mlp import check_available
 

@@ -41,6 +41,8 @@ def test_memory_estimate_counts_only_bf16_logits_with_the_fused_loss():
     fused = estimate(cfg, 124_000_000, half_precision=True, fused_loss=True)
     logits = 64 * 1024 * MODEL_SIZES["gpt2"].vocab_size
     assert plain.activations - fused.activations == 8 * logits
+    fp8 = estimate(cfg, 124_000_000, half_precision=True, fused_loss=True, fp8_head=True)
+    assert fp8.activations - fused.activations == logits  # the bf16 logits and their FP8 gradient at once
 
 
 def test_fused_mlp_is_not_used_on_cpu():
