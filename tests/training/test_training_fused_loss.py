@@ -115,6 +115,21 @@ def test_fp8_gradient_is_the_exact_one_within_e5m2_rounding():
     assert (error <= reference.grad.abs() * 2**-3 + 2**-17 / GRAD_SCALE).all()
 
 
+def test_to_e4m3_maps_the_largest_magnitude_to_448_and_rounds_the_rest_to_nearest():
+    from training.fused_loss import to_e4m3
+
+    tensor = torch.randn(300, 64, device=DEVICE, generator=torch.Generator(device=DEVICE).manual_seed(9)) * 0.02
+    tensor[17, 3] = -0.5
+    quantized, scale = to_e4m3(tensor)
+    assert quantized.dtype == torch.float8_e4m3fn and scale.shape == ()
+    assert quantized.float().abs().max().item() == 448.0 and quantized[17, 3].item() == -448.0
+    error = (quantized.float() * scale - tensor).abs()
+    # Half a step of e4m3: 2**-4 relative for normal values, half its smallest subnormal (2**-9) below them.
+    assert (error <= tensor.abs() * 2**-4 + 2**-10 * scale).all()
+    zeros, zero_scale = to_e4m3(torch.zeros(4, 4, device=DEVICE))
+    assert torch.isfinite(zero_scale) and not zeros.float().any()
+
+
 @pytest.mark.parametrize(("rows", "cols"), [(64, 256), (100, 300), (1, 7)])
 def test_transposed_copies_every_element_including_partial_tiles(rows, cols):
     from training.fused_loss import transposed
