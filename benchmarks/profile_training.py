@@ -29,7 +29,7 @@ VARIANTS: dict[str, dict] = {
     "fp32-residual": {"residual_stream": "fp32"},
     "unfused-loss": {"fused_loss": False},
     "unfused-mlp": {"fused_mlp": False},
-    "fp8-head": {"fp8_head": True},
+    "bf16-head": {"fp8_head": False},
     "nanogpt-like": {"residual_stream": "fp32", "fused_loss": False},
     "mb128": {"micro_batch": 128},
     "cudnn": {"sdpa_backend": "cudnn"},

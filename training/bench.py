@@ -129,6 +129,7 @@ def run_one(args: argparse.Namespace, nproc: int, run_dir: str, first_gpu: int =
         "accum_steps",
         "world_size",
         "device",
+        "fp8_output_layer",
         "peak_tflops",
         "n_params",
     )

@@ -250,7 +250,7 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
         print(
             f"model {cfg.model}: {model.num_params() / 1e6:.1f}M params, world {d.world_size}, "
             f"micro_batch {cfg.micro_batch} x accum {accum} = global_batch {cfg.global_batch}, "
-            f"device {d.device}, compile {use_compile}, bf16 {half}",
+            f"device {d.device}, compile {use_compile}, bf16 {half}, fp8 output layer {model.fp8_head}",
             file=sys.stderr,
         )
 
@@ -348,6 +348,7 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
         "model": cfg.model,
         "n_params": model.num_params(),
         "device": torch.cuda.get_device_name(d.device) if cuda else "cpu",
+        "fp8_output_layer": model.fp8_head,
         "seconds_to_first_step": seconds_to_first_step,
         "checkpoints_written": checkpoints_written,
         "checkpoint_seconds": checkpoint_seconds,

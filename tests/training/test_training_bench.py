@@ -68,5 +68,6 @@ def test_the_benchmark_runs_one_and_two_ranks_on_the_cpu():
     one, two = report["runs"]
     assert (one["gpus"], one["world_size"], one["accum_steps"]) == (1, 1, 4)
     assert (two["gpus"], two["world_size"], two["accum_steps"]) == (2, 2, 2)
+    assert one["device"] == "cpu" and one["fp8_output_layer"] is False
     assert report["scaling_efficiency_vs_1gpu"]["2"] == pytest.approx(two["tokens_per_s"] / (2 * one["tokens_per_s"]))
     assert "scaling_efficiency_vs_each_gpu_alone" not in report

@@ -133,4 +133,5 @@ def test_synthetic_stream_is_learnable(tmp_path):
         "checkpoints_written",
         "resumed_from_step",
     }
+    assert result["fp8_output_layer"] is False  # on by default, ignored on the CPU
     assert (tmp_path / "summary.json").exists() and (tmp_path / "metrics.jsonl").exists()
