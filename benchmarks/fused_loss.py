@@ -92,9 +92,11 @@ def main(argv: list[str] | None = None) -> int:
         results.append({"variant": "tiled transpose {} x {} warps {}".format(*tile), "ms": ms})
     report(results, 0, moved=2 * cells)
 
-    for trio in product_results(args.rows, args.vocab, args.width, generator):
+    hidden = cuda_timing.random_bf16(generator, args.rows, args.width)
+    weight = cuda_timing.random_bf16(generator, args.vocab, args.width, scale=0.02)
+    for trio in product_results(hidden, weight, generator):
         report(trio, 0)
-    report(head_results(args.rows, args.vocab, args.width, generator), 0)
+    report(head_results(hidden, weight, generator), 0)
     return 0
 
 
@@ -112,45 +114,41 @@ def report(results: list[dict], baseline: int, moved: int = 0) -> None:
         print(f"{result['variant']:<44} {result['ms']:>8.3f} ms {rate} {result['speedup']:>6.3f}x")
 
 
-def product_results(rows: int, vocab: int, width: int, generator: torch.Generator) -> list[list[dict]]:
+def product_results(hidden: torch.Tensor, weight: torch.Tensor, generator: torch.Generator) -> list[list[dict]]:
     """The output layer's products (forward, input gradient, weight gradient), each in bf16 and in FP8 without
     and with fast accumulation (the FP8 kernels' cheaper, less exact summation)."""
     one = torch.ones((), device="cuda")
-    hidden = cuda_timing.random_bf16(generator, rows, width)
-    weight = cuda_timing.random_bf16(generator, vocab, width, scale=0.02)
-    grad = cuda_timing.random_bf16(generator, rows, vocab, scale=1e-3)
+    grad = cuda_timing.random_bf16(generator, hidden.shape[0], weight.shape[0], scale=1e-3)
     e4m3, e5m2 = torch.float8_e4m3fn, torch.float8_e5m2
     products = {
         "forward": (hidden, weight.t(), hidden.to(e4m3), weight.to(e4m3).t()),
         "input gradient": (grad, weight, grad.to(e5m2), weight.to(e4m3).t().contiguous().t()),
         "weight gradient": (grad.t(), hidden, grad.to(e5m2).t().contiguous(), hidden.to(e4m3).t().contiguous().t()),
     }
-    results = []
+    trios = []
     for name, (a, b, a8, b8) in products.items():
         flop = 2 * a.shape[0] * a.shape[1] * b.shape[1]
-        bf16 = {"variant": f"{name} bf16", "ms": cuda_timing.timed_ms(functools.partial(torch.matmul, a, b), 10, 2)}
-        results.append(bf16)
+        trio = [{"variant": f"{name} bf16", "ms": cuda_timing.timed_ms(functools.partial(torch.matmul, a, b), 10, 2)}]
         for fast in (False, True):
             product = functools.partial(
                 torch._scaled_mm, a8, b8, one, one, out_dtype=torch.bfloat16, use_fast_accum=fast
             )
             ms = cuda_timing.timed_ms(product, repeats=10, warmup=2)
-            results.append({"variant": f"{name} fp8{' fast accum' if fast else ''}", "ms": ms})
-        for result in results[-3:]:
+            trio.append({"variant": f"{name} fp8{' fast accum' if fast else ''}", "ms": ms})
+        for result in trio:
             result["tflop_per_s"] = round(flop / result["ms"] / 1e9)
-    return [results[i : i + 3] for i in range(0, len(results), 3)]
+        trios.append(trio)
+    return trios
 
 
-def head_results(rows: int, vocab: int, width: int, generator: torch.Generator) -> list[dict]:
+def head_results(hidden: torch.Tensor, weight: torch.Tensor, generator: torch.Generator) -> list[dict]:
     """The whole head, products and loss, forward and backward, in bf16 and with FP8 products."""
     from training.fused_loss import head_cross_entropy
 
-    hidden = cuda_timing.random_bf16(generator, rows, width)
-    weight = cuda_timing.random_bf16(generator, vocab, width, scale=0.02)
     results = []
-    targets = torch.randint(0, vocab, (rows,), device="cuda", generator=generator)
+    targets = torch.randint(0, weight.shape[0], (hidden.shape[0],), device="cuda", generator=generator)
     master = weight.float().requires_grad_()
-    source = hidden.requires_grad_()
+    source = hidden.detach().requires_grad_()
     for fp8 in (False, True):
 
         def step(fp8=fp8) -> None:
