@@ -30,6 +30,7 @@ VARIANTS: dict[str, dict] = {
     "unfused-loss": {"fused_loss": False},
     "unfused-mlp": {"fused_mlp": False},
     "bf16-head": {"fp8_head": False},
+    "bias": {"bias": True},
     "nanogpt-like": {"residual_stream": "fp32", "fused_loss": False},
     "mb128": {"micro_batch": 128},
     "cudnn": {"sdpa_backend": "cudnn"},

@@ -53,6 +53,12 @@ class TrainConfig:
 
     model: str = _doc(f"Named model size: one of {', '.join(MODEL_SIZES)}.", default="gpt2")
     seq_len: int = _doc("Tokens per sequence (context length).", default=1024)
+    bias: bool = _doc(
+        "Biases in the linear layers and LayerNorms, as GPT-2 had. Off by default, as in nanoGPT's training setup "
+        "and most models since: the same loss curve, 2-3% faster on an H200. A checkpoint resumes only with the "
+        "setting it was written with.",
+        default=False,
+    )
     global_batch: int = _doc(
         "Sequences per optimizer step across all ranks; kept fixed when the world size changes.",
         default=512,
@@ -118,8 +124,8 @@ class TrainConfig:
         default=True,
     )
     fused_mlp: bool = _doc(
-        "On CUDA in bf16, apply each MLP's bias + GELU inside the up-projection's matmul and GELU's derivative inside "
-        "the backward matmul (cuBLASLt epilogues) instead of in separate kernels; false uses PyTorch's ops. "
+        "On CUDA in bf16, apply each MLP's GELU (and bias) inside the up-projection's matmul and GELU's derivative "
+        "inside the backward matmul (cuBLASLt epilogues) instead of in separate kernels; false uses PyTorch's ops. "
         "Ignored on CPU and in fp32.",
         default=True,
     )

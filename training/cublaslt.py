@@ -20,6 +20,8 @@ import torch
 
 DEFAULT = 1
 """out = product."""
+GELU_AUX = 160
+"""out = gelu(product), with product also written to ``aux`` (tanh approximation of GELU)."""
 GELU_AUX_BIAS = 164
 """out = gelu(product + bias), with product + bias also written to ``aux`` (tanh approximation of GELU)."""
 DGELU = 192
@@ -299,12 +301,14 @@ def algorithm_times(
     return _cublaslt().candidate_times(shape, left, right, out, candidates, runs, epilogue, bias, aux)
 
 
-def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(gelu(x @ weight.T + bias), x @ weight.T + bias) in one product; x [rows, in], weight [out, in], bf16."""
-    x, weight, bias = aligned(x), aligned(weight), aligned(bias)
+def linear_gelu(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(gelu(x @ weight.T + bias), x @ weight.T + bias) in one product; x [rows, in], weight [out, in], bias [out]
+    or None (no bias), bf16."""
+    x, weight = aligned(x), aligned(weight)
     activated = x.new_empty(x.shape[0], weight.shape[0])
     pre = torch.empty_like(activated)
-    _cublaslt().matmul(x, weight, True, GELU_AUX_BIAS, activated, bias, pre)
+    epilogue, bias = (GELU_AUX, None) if bias is None else (GELU_AUX_BIAS, aligned(bias))
+    _cublaslt().matmul(x, weight, True, epilogue, activated, bias, pre)
     return activated, pre
 
 

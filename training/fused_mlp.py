@@ -18,10 +18,12 @@ from training.config import ConfigError
 
 @torch.library.custom_op("gpufleet::gelu_mlp", mutates_args=(), device_types="cuda")
 def _gelu_mlp(
-    x: Tensor, up_weight: Tensor, up_bias: Tensor, down_weight: Tensor, down_bias: Tensor
+    x: Tensor, up_weight: Tensor, up_bias: Tensor | None, down_weight: Tensor, down_bias: Tensor | None
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """(down(gelu(up(x))), gelu(up(x)), up(x)): the last two are kept for backward."""
+    """(down(gelu(up(x))), gelu(up(x)), up(x)): the last two are kept for backward. The biases may be None."""
     activated, pre = cublaslt.linear_gelu(x, up_weight, up_bias)
+    if down_bias is None:
+        return activated @ down_weight.t(), activated, pre
     return torch.addmm(down_bias, activated, down_weight.t()), activated, pre
 
 
@@ -43,36 +45,47 @@ def _gelu_grad_shape(grad_out, down_weight, pre):
 
 
 def _keep_for_backward(ctx, inputs, output) -> None:
-    x, up_weight, _, down_weight, _ = inputs
+    x, up_weight, up_bias, down_weight, down_bias = inputs
     _, activated, pre = output
     ctx.save_for_backward(x, up_weight, down_weight, activated, pre)
+    ctx.biases = up_bias is not None, down_bias is not None
 
 
 def _backward(ctx, grad_y: Tensor, _grad_activated, _grad_pre):
     x, up_weight, down_weight, activated, pre = ctx.saved_tensors
+    up_bias, down_bias = ctx.biases
     grad_pre = _gelu_grad(grad_y, down_weight, pre)
-    return grad_pre @ up_weight, grad_pre.t() @ x, grad_pre.sum(0), grad_y.t() @ activated, grad_y.sum(0)
+    return (
+        grad_pre @ up_weight,
+        grad_pre.t() @ x,
+        grad_pre.sum(0) if up_bias else None,
+        grad_y.t() @ activated,
+        grad_y.sum(0) if down_bias else None,
+    )
 
 
 _gelu_mlp.register_autograd(_backward, setup_context=_keep_for_backward)
 
 
 def gelu_mlp(x: Tensor, up: nn.Linear, down: nn.Linear) -> Tensor:
-    """down(gelu(up(x), approximate='tanh')) in bf16 for x [..., width] on CUDA; fp32 parameters are cast here, as
-    autocast would cast them for nn.Linear."""
+    """down(gelu(up(x), approximate='tanh')) in bf16 for x [..., width] on CUDA, with or without biases; fp32
+    parameters are cast here, as autocast would cast them for nn.Linear."""
     rows = x.reshape(-1, x.shape[-1])
+    inputs = (rows, up.weight, up.bias, down.weight, down.bias)
     with torch.autocast("cuda", enabled=False):
-        y, _, _ = _gelu_mlp(*(t.to(torch.bfloat16) for t in (rows, up.weight, up.bias, down.weight, down.bias)))
+        y, _, _ = _gelu_mlp(*(None if t is None else t.to(torch.bfloat16) for t in inputs))
     return y.view(*x.shape[:-1], y.shape[-1])
 
 
 def check_available(device: torch.device) -> None:
-    """Run both cuBLASLt products once on small operands, so that a GPU or library without these epilogues stops
-    the job before training with the setting to change, instead of failing in the first step's backward."""
+    """Run the cuBLASLt products (GELU with and without bias, GELU's derivative) once on small operands, so that a
+    GPU or library without these epilogues stops the job before training with the setting to change, instead of
+    failing in the first step's backward."""
     x = torch.randn(64, 64, device=device, dtype=torch.bfloat16)
     weight = torch.randn(256, 64, device=device, dtype=torch.bfloat16)
     try:
-        _, pre = cublaslt.linear_gelu(x, weight, torch.zeros(256, device=device, dtype=torch.bfloat16))
+        for bias in (None, torch.zeros(256, device=device, dtype=torch.bfloat16)):
+            _, pre = cublaslt.linear_gelu(x, weight, bias)
         cublaslt.matmul_gelu_grad(x, weight, pre)
     except (RuntimeError, OSError) as err:
         raise ConfigError(

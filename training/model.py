@@ -21,11 +21,11 @@ from training.config import ModelSize, TrainConfig
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, size: ModelSize) -> None:
+    def __init__(self, size: ModelSize, bias: bool) -> None:
         super().__init__()
         self.n_head = size.n_head
-        self.qkv = nn.Linear(size.n_embd, 3 * size.n_embd)
-        self.proj = nn.Linear(size.n_embd, size.n_embd)
+        self.qkv = nn.Linear(size.n_embd, 3 * size.n_embd, bias=bias)
+        self.proj = nn.Linear(size.n_embd, size.n_embd, bias=bias)
         self.proj.residual_out = True
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -36,12 +36,12 @@ class CausalSelfAttention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, size: ModelSize, fused: bool = False) -> None:
+    def __init__(self, size: ModelSize, bias: bool, fused: bool = False) -> None:
         """``fused``: on CUDA, run through ``training.fused_mlp`` (bf16, GELU inside the matmuls)."""
         super().__init__()
         self.fused = fused
-        self.up = nn.Linear(size.n_embd, 4 * size.n_embd)
-        self.down = nn.Linear(4 * size.n_embd, size.n_embd)
+        self.up = nn.Linear(size.n_embd, 4 * size.n_embd, bias=bias)
+        self.down = nn.Linear(4 * size.n_embd, size.n_embd, bias=bias)
         self.down.residual_out = True
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -53,12 +53,12 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, size: ModelSize, fused_mlp: bool = False) -> None:
+    def __init__(self, size: ModelSize, bias: bool, fused_mlp: bool = False) -> None:
         super().__init__()
-        self.ln1 = nn.LayerNorm(size.n_embd)
-        self.attn = CausalSelfAttention(size)
-        self.ln2 = nn.LayerNorm(size.n_embd)
-        self.mlp = MLP(size, fused_mlp)
+        self.ln1 = nn.LayerNorm(size.n_embd, bias=bias)
+        self.attn = CausalSelfAttention(size, bias)
+        self.ln2 = nn.LayerNorm(size.n_embd, bias=bias)
+        self.mlp = MLP(size, bias, fused_mlp)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln1(x))
@@ -75,11 +75,13 @@ class GPT(nn.Module):
         fused_loss: bool = False,
         fused_mlp: bool = False,
         fp8_head: bool = False,
+        bias: bool = False,
     ) -> None:
         """``residual_dtype``: cast the embeddings to it so the residual stream stays in it (None keeps the
         embedding's fp32); ``fused_loss``: on CUDA, compute the output layer and loss with the fused kernel;
         ``fused_mlp``: on CUDA, run the MLPs with GELU inside their matmuls (bf16 only); ``fp8_head``: with the
-        fused loss, run the output layer's matmuls in FP8."""
+        fused loss, run the output layer's matmuls in FP8; ``bias``: biases in the linear layers and LayerNorms, as
+        GPT-2 had (nanoGPT trains without them, and so do we by default)."""
         super().__init__()
         self.size = size
         self.seq_len = seq_len
@@ -90,8 +92,8 @@ class GPT(nn.Module):
         self.fp8_head = fp8_head
         self.wte = nn.Embedding(size.vocab_size, size.n_embd)
         self.wpe = nn.Embedding(seq_len, size.n_embd)
-        self.blocks = nn.ModuleList(Block(size, fused_mlp) for _ in range(size.n_layer))
-        self.ln_f = nn.LayerNorm(size.n_embd)
+        self.blocks = nn.ModuleList(Block(size, bias, fused_mlp) for _ in range(size.n_layer))
+        self.ln_f = nn.LayerNorm(size.n_embd, bias=bias)
         self.head = nn.Linear(size.n_embd, size.vocab_size, bias=False)
         self.head.weight = self.wte.weight
         self.apply(self._init_weights)
@@ -110,6 +112,7 @@ class GPT(nn.Module):
             fused_loss=cfg.fused_loss and cuda,
             fused_mlp=cfg.fused_mlp and cuda and half,
             fp8_head=cfg.fp8_head and cfg.fused_loss and cuda and half and torch.cuda.get_device_capability() >= (8, 9),
+            bias=cfg.bias,
         )
 
     def _init_weights(self, module: nn.Module) -> None:

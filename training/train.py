@@ -138,13 +138,20 @@ def _newest_checkpoint(cfg: TrainConfig, d: Dist) -> Newest | None:
 
 
 def _check_compatible(cfg: TrainConfig, state: dict, where: str) -> None:
-    """Refuse a checkpoint of another model or global batch: its weights, schedule and data position do not fit."""
-    if state["config"]["model"] != cfg.model or state["config"]["global_batch"] != cfg.global_batch:
+    """Refuse a checkpoint of another model, bias setting or global batch: its weights, schedule and data position
+    do not fit. Checkpoints from before the 'bias' setting existed hold a model with biases."""
+    theirs = {"model": state["config"]["model"], "bias": state["config"].get("bias", True)}
+    theirs["global_batch"] = state["config"]["global_batch"]
+    ours = {name: getattr(cfg, name) for name in theirs}
+    if theirs != ours:
         raise ConfigError(
-            f"Checkpoint {where} was written for model '{state['config']['model']}' with global_batch="
-            f"{state['config']['global_batch']}, but this run has model '{cfg.model}' with global_batch="
-            f"{cfg.global_batch}. Use the original settings or another 'checkpoint_dir' (or 'resume' false)."
+            f"Checkpoint {where} was written with {_settings(theirs)}, but this run has {_settings(ours)}. "
+            "Use the checkpoint's settings or another 'checkpoint_dir' (or 'resume' false)."
         )
+
+
+def _settings(values: dict) -> str:
+    return ", ".join(f"{name}={value!r}" for name, value in values.items())
 
 
 def _receive(cfg: TrainConfig, d: Dist, newest: Newest, root: Path) -> tuple[dict, str]:

@@ -3,6 +3,7 @@
 import signal
 import time
 
+import pytest
 import torch
 from train_helpers import assert_same_params, final_params, start, summary, train
 
@@ -112,3 +113,23 @@ def test_pruning_spares_another_writers_save_of_the_same_step(tmp_path):
     in_progress.mkdir()
     checkpoint.save(tmp_path, 4, {}, keep=3)
     assert not crashed.exists() and in_progress.exists()
+
+
+def test_a_checkpoint_resumes_only_with_its_bias_setting_and_is_kept(tmp_path):
+    run = ["--global-batch", "4", "--micro-batch", "2", "--run-dir", str(tmp_path)]
+    train(["--steps", "2", "--bias", "true", *run])
+    written = sorted((tmp_path / "checkpoints").glob("step_*"))
+    refused = train(["--steps", "4", *run], expect=2)
+    assert "bias=True" in refused.stderr and "bias=False" in refused.stderr and "Traceback" not in refused.stderr
+    assert sorted((tmp_path / "checkpoints").glob("step_*")) == written
+    assert summary(train(["--steps", "4", "--bias", "true", *run]))["resumed_from_step"] == 2
+
+
+def test_checkpoints_from_before_the_bias_setting_count_as_biased():
+    from training.config import ConfigError, TrainConfig
+    from training.train import _check_compatible
+
+    old = {"config": {"model": "tiny", "global_batch": 4}}
+    _check_compatible(TrainConfig(model="tiny", global_batch=4, micro_batch=2, bias=True), old, "old")
+    with pytest.raises(ConfigError, match=r"written with model='tiny', bias=True, global_batch=4.*bias=False"):
+        _check_compatible(TrainConfig(model="tiny", global_batch=4, micro_batch=2), old, "old")

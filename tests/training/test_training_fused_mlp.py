@@ -44,13 +44,14 @@ def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def _reference_mlp(x, up_weight, up_bias, down_weight, down_bias):
-    hidden = F.gelu(x @ up_weight.t() + up_bias, approximate="tanh")
-    return hidden @ down_weight.t() + down_bias
+    hidden = F.gelu(F.linear(x, up_weight, up_bias), approximate="tanh")
+    return F.linear(hidden, down_weight, down_bias)
 
 
 @needs_cuda
+@pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize(("rows", "width"), [(4096, 768), (520, 64)])
-def test_fused_mlp_matches_pytorch_forward_and_backward(rows, width):
+def test_fused_mlp_matches_pytorch_forward_and_backward(rows, width, bias):
     from training.fused_mlp import _gelu_mlp
 
     generator = torch.Generator(device="cuda").manual_seed(rows)
@@ -61,13 +62,13 @@ def test_fused_mlp_matches_pytorch_forward_and_backward(rows, width):
     inputs = [
         random(rows, width),
         random(4 * width, width, scale=width**-0.5),
-        random(4 * width, scale=0.1),
+        random(4 * width, scale=0.1) if bias else None,
         random(width, 4 * width, scale=(4 * width) ** -0.5),
-        random(width, scale=0.1),
+        random(width, scale=0.1) if bias else None,
     ]
     grad_y = random(rows, width)
-    fused_inputs = [t.clone().requires_grad_() for t in inputs]
-    plain_inputs = [t.float().requires_grad_() for t in inputs]
+    fused_inputs = [t.clone().requires_grad_() if t is not None else None for t in inputs]
+    plain_inputs = [t.float().requires_grad_() if t is not None else None for t in inputs]
 
     fused, _, _ = _gelu_mlp(*fused_inputs)
     fused.backward(grad_y)
@@ -76,16 +77,21 @@ def test_fused_mlp_matches_pytorch_forward_and_backward(rows, width):
 
     assert fused.dtype == torch.bfloat16
     assert _relative(fused, plain) < 1e-2
-    for mine, theirs in zip(fused_inputs, plain_inputs, strict=True):
-        assert _relative(mine.grad, theirs.grad) < 2e-2
+    mine = [t for t in fused_inputs if t is not None]
+    theirs = [t for t in plain_inputs if t is not None]
+    assert len(mine) == (5 if bias else 3)
+    for a, b in zip(mine, theirs, strict=True):
+        assert _relative(a.grad, b.grad) < 2e-2
 
 
 @needs_cuda
-def test_model_with_fused_mlp_matches_the_plain_path_compiled():
-    plain, fused = tiny_twins(64, "cuda", fused_mlp=True)
+@pytest.mark.parametrize("bias", [True, False])
+def test_model_with_fused_mlp_matches_the_plain_path_compiled(bias):
+    plain, fused = tiny_twins(64, "cuda", fused_mlp=True, bias=bias)
     losses = bf16_losses((plain, torch.compile(fused)), torch.randint(0, 256, (8, 65), device="cuda"))
     assert abs(losses[0] - losses[1]) / losses[0] < 2e-3
-    for name in ("mlp.up.weight", "mlp.up.bias", "mlp.down.weight", "mlp.down.bias", "ln2.weight"):
+    names = ["mlp.up.weight", "mlp.down.weight", "ln2.weight"] + ["mlp.up.bias", "mlp.down.bias"] * bias
+    for name in names:
         mine, theirs = fused.blocks[0].get_parameter(name), plain.blocks[0].get_parameter(name)
         assert mine.grad.dtype == torch.float32
         assert _relative(mine.grad, theirs.grad) < 3e-2, name

@@ -8,6 +8,7 @@ from train_helpers import tiny_twins
 
 from training.config import MODEL_SIZES, TrainConfig
 from training.memory import estimate
+from training.model import GPT
 
 
 def _tokens() -> tuple[torch.Tensor, torch.Tensor]:
@@ -49,3 +50,14 @@ def test_fused_mlp_is_not_used_on_cpu():
     plain, fused = tiny_twins(32, fused_mlp=True)
     inputs, targets = _tokens()
     assert torch.equal(fused(inputs, targets), plain(inputs, targets))
+
+
+def test_biases_exist_only_when_asked_for_and_count_in_the_flops():
+    size = MODEL_SIZES["gpt2"]
+    plain, biased = GPT(size, seq_len=1024), GPT(size, seq_len=1024, bias=True)
+    assert not [name for name, _ in plain.named_parameters() if name.endswith(".bias")]
+    width = size.n_embd
+    per_block = 3 * width + width + 4 * width + width + 2 * width  # qkv, proj, up, down, two LayerNorms
+    assert biased.num_params() - plain.num_params() == size.n_layer * per_block + width  # + the final LayerNorm
+    assert biased.flops_per_token() - plain.flops_per_token() == 6 * (size.n_layer * per_block + width)
+    assert GPT.from_config(TrainConfig(bias=True), half=False, cuda=False).num_params() == biased.num_params()

@@ -138,7 +138,7 @@ def train_nodes(args: list[str], node_dirs: list[Path]) -> list[subprocess.Compl
 def tiny_twins(seq_len: int, device: str = "cpu", **options) -> tuple[GPT, GPT]:
     """The tiny model and a copy with the same weights built with ``options`` (a precision or fused-kernel choice)."""
     torch.manual_seed(0)
-    plain = GPT(MODEL_SIZES["tiny"], seq_len=seq_len).to(device)
+    plain = GPT(MODEL_SIZES["tiny"], seq_len=seq_len, bias=options.get("bias", False)).to(device)
     other = GPT(MODEL_SIZES["tiny"], seq_len=seq_len, **options).to(device)
     other.load_state_dict(plain.state_dict())
     return plain, other
