@@ -140,8 +140,8 @@ def _newest_checkpoint(cfg: TrainConfig, d: Dist) -> Newest | None:
 def _check_compatible(cfg: TrainConfig, state: dict, where: str) -> None:
     """Refuse a checkpoint of another model, bias setting or global batch: its weights, schedule and data position
     do not fit. Checkpoints from before the 'bias' setting existed hold a model with biases."""
-    theirs = {"model": state["config"]["model"], "bias": state["config"].get("bias", True)}
-    theirs["global_batch"] = state["config"]["global_batch"]
+    config = state["config"]
+    theirs = {"model": config["model"], "bias": config.get("bias", True), "global_batch": config["global_batch"]}
     ours = {name: getattr(cfg, name) for name in theirs}
     if theirs != ours:
         raise ConfigError(
