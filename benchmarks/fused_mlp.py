@@ -2,7 +2,7 @@
 in the same run; then its two cuBLASLt products alone against the plain products they replace. CUDA only. Prints
 one JSON line per variant and a table, with each time as a ratio against the variant's baseline.
 
-    python3 benchmarks/fused_mlp.py [--rows 65536] [--width 768]
+    python3 benchmarks/fused_mlp.py [--rows 65536] [--width 768] [--bias]
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=65536, help="tokens per micro-batch (64 x 1024)")
     parser.add_argument("--width", type=int, default=768)
+    parser.add_argument("--bias", action="store_true", help="with biases (GPT-2's; the job's default has none)")
     args = parser.parse_args(argv)
     if cuda_timing.cuda_missing("benchmarks/fused_mlp.py"):
         return 2
@@ -40,25 +41,27 @@ def main(argv: list[str] | None = None) -> int:
     random = functools.partial(cuda_timing.random_bf16, generator)
 
     inputs = [
-        random(rows, width).requires_grad_(),
-        random(hidden, width, scale=width**-0.5).requires_grad_(),
-        random(hidden, scale=0.1).requires_grad_(),
-        random(width, hidden, scale=hidden**-0.5).requires_grad_(),
-        random(width, scale=0.1).requires_grad_(),
+        random(rows, width),
+        random(hidden, width, scale=width**-0.5),
+        random(hidden, scale=0.1) if args.bias else None,
+        random(width, hidden, scale=hidden**-0.5),
+        random(width, scale=0.1) if args.bias else None,
     ]
+    leaves = [tensor.requires_grad_() for tensor in inputs if tensor is not None]
     grad_y = random(rows, width)
     compiled_plain = torch.compile(plain_mlp)
     compiled_fused = torch.compile(lambda *tensors: _gelu_mlp(*tensors)[0])
 
     def step(mlp):
         def run():
-            for tensor in inputs:
+            for tensor in leaves:
                 tensor.grad = None
             mlp(*inputs).backward(grad_y)
 
         return run
 
-    x, up_weight, up_bias, down_weight, _ = (t.detach() for t in inputs)
+    x, up_weight, up_bias, down_weight, _ = (None if t is None else t.detach() for t in inputs)
+    bias = "bias + " if args.bias else ""
     pre = F.linear(x, up_weight, up_bias)
     groups = {
         "mlp forward + backward": [
@@ -68,8 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             ("fused compiled", step(compiled_fused)),
         ],
         "up-projection": [
-            ("torch linear (bias, no GELU)", lambda: F.linear(x, up_weight, up_bias)),
-            ("cuBLASLt bias + GELU + aux", lambda: cublaslt.linear_gelu(x, up_weight, up_bias)),
+            (f"torch linear ({bias}no GELU)", lambda: F.linear(x, up_weight, up_bias)),
+            (f"cuBLASLt {bias}GELU + aux", lambda: cublaslt.linear_gelu(x, up_weight, up_bias)),
         ],
         "hidden gradient": [
             ("torch matmul (no GELU')", lambda: grad_y @ down_weight),

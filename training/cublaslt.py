@@ -146,24 +146,33 @@ class _CublasLt:
         )
         results, found = (_HeuristicResult * candidates)(), ctypes.c_int(0)
         a_layout, b_layout, d_layout = layouts
-        self._check(
-            "cublasLtMatmulAlgoGetHeuristic",
-            self.handle,
-            desc,
-            a_layout,
-            b_layout,
-            d_layout,
-            d_layout,
-            preference,
-            candidates,
-            results,
-            ctypes.byref(found),
-        )
+        try:
+            self._check(
+                "cublasLtMatmulAlgoGetHeuristic",
+                self.handle,
+                desc,
+                a_layout,
+                b_layout,
+                d_layout,
+                d_layout,
+                preference,
+                candidates,
+                results,
+                ctypes.byref(found),
+            )
+        finally:
+            self.lib.cublasLtMatmulPreferenceDestroy(preference)
         if found.value < 1:
             raise RuntimeError(f"cuBLASLt has no algorithm for epilogue {epilogue} at {shape}")
         if device not in self.workspaces:
             self.workspaces[device] = torch.empty(_WORKSPACE_BYTES, dtype=torch.uint8, device=f"cuda:{device}")
         return desc, layouts, list(results[: found.value])
+
+    def _release(self, desc, layouts) -> None:
+        """Destroy a descriptor and its layouts made for a one-off measurement (the job keeps its own for good)."""
+        for layout in layouts:
+            self.lib.cublasLtMatrixLayoutDestroy(layout)
+        self.lib.cublasLtMatmulDescDestroy(desc)
 
     def _launch(self, desc, layouts, algo, left: torch.Tensor, right: torch.Tensor, out: torch.Tensor) -> None:
         a_layout, b_layout, d_layout = layouts
@@ -253,7 +262,10 @@ class _CublasLt:
         pointers = [0 if t is None else t.data_ptr() for t in (bias, aux)]
         with self.lock:
             desc, layouts, proposed = self._prepare(shape, epilogue, *pointers, left.device.index, candidates)
-            timings = self._timings(desc, layouts, proposed, left, right, out, runs)
+            try:
+                timings = self._timings(desc, layouts, proposed, left, right, out, runs)
+            finally:
+                self._release(desc, layouts)
         measured = {index: ms / runs for ms, index in timings}
         return [measured.get(index) for index in range(len(proposed))]
 
