@@ -10,6 +10,7 @@ Registered as custom operators with their own autograd formula, so torch.compile
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from training import cublaslt
@@ -22,9 +23,7 @@ def _gelu_mlp(
 ) -> tuple[Tensor, Tensor, Tensor]:
     """(down(gelu(up(x))), gelu(up(x)), up(x)): the last two are kept for backward. The biases may be None."""
     activated, pre = cublaslt.linear_gelu(x, up_weight, up_bias)
-    if down_bias is None:
-        return activated @ down_weight.t(), activated, pre
-    return torch.addmm(down_bias, activated, down_weight.t()), activated, pre
+    return F.linear(activated, down_weight, down_bias), activated, pre
 
 
 @_gelu_mlp.register_fake
@@ -48,19 +47,19 @@ def _keep_for_backward(ctx, inputs, output) -> None:
     x, up_weight, up_bias, down_weight, down_bias = inputs
     _, activated, pre = output
     ctx.save_for_backward(x, up_weight, down_weight, activated, pre)
-    ctx.biases = up_bias is not None, down_bias is not None
+    ctx.has_biases = up_bias is not None, down_bias is not None
 
 
 def _backward(ctx, grad_y: Tensor, _grad_activated, _grad_pre):
     x, up_weight, down_weight, activated, pre = ctx.saved_tensors
-    up_bias, down_bias = ctx.biases
+    has_up_bias, has_down_bias = ctx.has_biases
     grad_pre = _gelu_grad(grad_y, down_weight, pre)
     return (
         grad_pre @ up_weight,
         grad_pre.t() @ x,
-        grad_pre.sum(0) if up_bias else None,
+        grad_pre.sum(0) if has_up_bias else None,
         grad_y.t() @ activated,
-        grad_y.sum(0) if down_bias else None,
+        grad_y.sum(0) if has_down_bias else None,
     )
 
 
@@ -77,15 +76,15 @@ def gelu_mlp(x: Tensor, up: nn.Linear, down: nn.Linear) -> Tensor:
     return y.view(*x.shape[:-1], y.shape[-1])
 
 
-def check_available(device: torch.device) -> None:
-    """Run the cuBLASLt products (GELU with and without bias, GELU's derivative) once on small operands, so that a
-    GPU or library without these epilogues stops the job before training with the setting to change, instead of
-    failing in the first step's backward."""
+def check_available(device: torch.device, bias: bool) -> None:
+    """Run the cuBLASLt products the model will use (GELU, with a bias where ``bias``, and GELU's derivative) once
+    on small operands, so that a GPU or library without these epilogues stops the job before training with the
+    setting to change, instead of failing in the first step's backward."""
     x = torch.randn(64, 64, device=device, dtype=torch.bfloat16)
     weight = torch.randn(256, 64, device=device, dtype=torch.bfloat16)
+    bias_vector = torch.zeros(256, device=device, dtype=torch.bfloat16) if bias else None
     try:
-        for bias in (None, torch.zeros(256, device=device, dtype=torch.bfloat16)):
-            _, pre = cublaslt.linear_gelu(x, weight, bias)
+        _, pre = cublaslt.linear_gelu(x, weight, bias_vector)
         cublaslt.matmul_gelu_grad(x, weight, pre)
     except (RuntimeError, OSError) as err:
         raise ConfigError(

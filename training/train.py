@@ -222,7 +222,7 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
     if model.fused_mlp:
         from training.fused_mlp import check_available
 
-        check_available(d.device)
+        check_available(d.device, cfg.bias)
     optimizer = torch.optim.AdamW(
         model.param_groups(cfg.weight_decay), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=cuda
     )

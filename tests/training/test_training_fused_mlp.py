@@ -107,11 +107,12 @@ def test_a_gpu_without_the_epilogues_stops_the_job_naming_the_setting(monkeypatc
 
     monkeypatch.setattr(cublaslt, "linear_gelu", unsupported)
     with pytest.raises(ConfigError, match=r"status 15.*'fused_mlp' to false \(fusedMlp: false"):
-        check_available(torch.device("cpu"))
+        check_available(torch.device("cpu"), bias=False)
 
 
 @needs_cuda
-def test_the_check_passes_where_cublaslt_runs():
+@pytest.mark.parametrize("bias", [True, False])
+def test_the_check_passes_where_cublaslt_runs(bias):
     from training.fused_mlp import check_available
 
-    check_available(torch.device("cuda"))
+    check_available(torch.device("cuda"), bias)
