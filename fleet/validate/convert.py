@@ -41,19 +41,34 @@ class Conversion:
 
 
 def snake(name: str) -> str:
-    """camelCase -> snake_case the bridge's way: `cidrIpv4` -> `cidr_ipv4`, `vpcZoneIdentifiers` as is."""
+    """camelCase -> snake_case: `cidrIpv4` -> `cidr_ipv4` (for type names; fields are matched by `camel`)."""
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
 
 
-def _singulars(name: str) -> list[str]:
-    forms = []
-    if name.endswith("ies"):
-        forms.append(name[:-3] + "y")
-    if name.endswith("es"):
-        forms.append(name[:-2])
-    if name.endswith("s"):
-        forms.append(name[:-1])
-    return forms
+def camel(name: str) -> str:
+    """snake_case -> camelCase as the bridge names fields: `dns_a_record` -> `dnsARecord`."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _plurals(name: str) -> list[str]:
+    """The bridge's names for a repeated block or list: `tag` -> `tags`, `policy` -> `policies`."""
+    if name.endswith("y") and not name.endswith(("ay", "ey", "oy", "uy")):
+        return [name[:-1] + "ies"]
+    if name.endswith(("s", "x", "ch", "sh")):
+        return [name + "es", name]
+    return [name + "s"]
+
+
+def _fields(schema: dict) -> dict[str, str]:
+    """Pulumi's name -> the provider's, for every attribute and block of one schema block."""
+    names: dict[str, str] = {}
+    for name in (*schema.get("attributes", {}), *schema.get("block_types", {})):
+        for form in _plurals(name):
+            names.setdefault(camel(form), name)
+    for name in (*schema.get("attributes", {}), *schema.get("block_types", {})):
+        names[camel(name)] = name
+    return names
 
 
 def terraform_type(token: str, schemas: dict[str, dict]) -> str | None:
@@ -106,14 +121,14 @@ class _Converter:
         return self.scalar(value, where)
 
     def block(self, inputs: dict[str, Any], schema: dict, path: tuple, where: str) -> dict[str, Any]:
-        """One block's inputs: each key found in the block's schema by its snake_case (or singular) name."""
+        """One block's inputs: each key found in the block's schema under the provider's name for it."""
         body: dict[str, Any] = {}
-        attributes, blocks = schema.get("attributes", {}), schema.get("block_types", {})
+        attributes, blocks, names = schema.get("attributes", {}), schema.get("block_types", {}), _fields(schema)
         for key, value in inputs.items():
             ours = f"{where}.{key}" if where else key
             if value is None:
                 continue
-            name = next((n for n in (snake(key), *_singulars(snake(key))) if n in attributes or n in blocks), None)
+            name = names.get(key)
             if name is None:
                 self.conversion.skipped.append(Skipped(self.resource, ours, "the provider's schema has no such field"))
                 continue
