@@ -35,4 +35,5 @@ def print_validation(console: Console, document: dict[str, Any]) -> None:
         console.print(f"  {finding['stage']} {finding['severity']}: {where}: {finding['summary']} {finding['detail']}",
                       markup=False)
     for skipped in document["notChecked"]:
-        console.print(f"  not checked: {skipped['resource']}.{skipped['field']}: {skipped['reason']}", markup=False)
+        where = ".".join(part for part in (skipped["resource"], skipped["field"]) if part)
+        console.print(f"  not checked: {where}: {skipped['reason']}", markup=False)
