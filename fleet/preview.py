@@ -45,11 +45,16 @@ def _short(urn: str) -> str | None:
     return urn.split("::")[-1]
 
 
+# Outputs a provider computes that programs read, as a first `pulumi up` would set them.
+_COMPUTED = {"aws:ec2/launchTemplate:LaunchTemplate": {"latestVersion": 1}}
+
+
 class _Mocks(pulumi.runtime.Mocks):
     """Every resource echoes its inputs and gains the ids and names a provider would assign."""
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
-        state = {"arn": f"arn:mock:{args.typ}:{args.name}", "name": args.name, **args.inputs}
+        state = {"arn": f"arn:mock:{args.typ}:{args.name}", "name": args.name, **_COMPUTED.get(args.typ, {}),
+                 **args.inputs}
         return f"{args.name}-id", state
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pulumi
 
-from components.aws.compute import AwsCompute
+from components.aws.compute import HEAD_REPLACEMENT, AwsCompute
 from components.aws.iam import AwsIdentity
 from components.aws.network import AwsNetwork
 from components.aws.security import AwsSecurity
@@ -35,6 +35,7 @@ class AwsCluster(pulumi.ComponentResource):
             "placementGroup": self.compute.placement_group.name if self.compute.placement_group else None,
             "securityGroupId": security.group.id,
             "bucket": self.storage.bucket.bucket,
+            "headReplacement": HEAD_REPLACEMENT,
         }
         self.register_outputs(self.outputs)
 

@@ -11,7 +11,15 @@ import pulumi_aws as aws
 from components.plan.model import ClusterPlan, RolePlan
 
 ROOT_DEVICE = "/dev/sda1"
-GPU_METRIC = {"metric_name": "GPUUtilization", "namespace": "gpufleet", "statistic": "Average"}
+# Published by every GPU node (cloud-init/bin/gpufleet-gpu-metric, from DCGM), one series per cluster: the Average
+# of all nodes' points is the cluster's GPU utilisation, which target tracking needs (docs/cloud-facts.md).
+GPU_METRIC = {"metric_name": "GPUUtilization", "namespace": "gpufleet", "statistic": "Average", "unit": "Percent"}
+# A worker the group takes away (scale-in, capacity rebalance, refresh, unhealthy) waits in Terminating:Wait until its
+# spot watcher has checkpointed and completed this hook, at most DRAIN_TIMEOUT_S; then the group goes on anyway.
+DRAIN_HOOK = "gpufleet-drain"
+DRAIN_TIMEOUT_S = 600
+HEAD_REPLACEMENT = ("the head is replaced (deleted first, so its fixed address is free) whenever its launch template "
+                    "gets a new version; the job stops with a checkpoint and resumes from it on the new head")
 
 
 def _interfaces(plan: ClusterPlan, subnet_id: pulumi.Input[str], group_id: pulumi.Input[str],
@@ -44,6 +52,11 @@ def _market_options(plan: ClusterPlan) -> dict:
     return options
 
 
+def _version(template: aws.ec2.LaunchTemplate) -> pulumi.Output[str]:
+    """The template's latest version as a number: `$Latest` would neither start a refresh nor show in a diff."""
+    return template.latest_version.apply(str)
+
+
 class AwsCompute(pulumi.ComponentResource):
     """The head (on-demand, fixed address: the rendezvous host) and the workers (scaling group, spot mix)."""
 
@@ -59,10 +72,13 @@ class AwsCompute(pulumi.ComponentResource):
             self.placement_group = aws.ec2.PlacementGroup(f"{name}-pg", strategy="cluster", tags=plan.tag_map,
                                                           opts=child)
         head_template = self._template(plan.head, fixed_ip=plan.network.head_address)
-        # The head node: never spot, at the fixed address every worker rendezvouses with.
+        # The head node: never spot, at the fixed address every worker rendezvouses with. Its template version is
+        # pinned, so a replacement happens when the template changes and only then; deleted before its successor is
+        # created, because both would ask for the same fixed address (HEAD_REPLACEMENT).
         self.head = aws.ec2.Instance(
-            f"{name}-head", launch_template={"id": head_template.id, "version": "$Latest"},
-            tags={**plan.tag_map, "Name": f"{name}-head", "gpufleet:role": "head"}, opts=child)
+            f"{name}-head", launch_template={"id": head_template.id, "version": _version(head_template)},
+            tags={**plan.tag_map, "Name": f"{name}-head", "gpufleet:role": "head"},
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True))
         self.workers = self._workers(plan) if plan.scaling.workers_max > 0 else None
         self.register_outputs({"headId": self.head.id})
 
@@ -90,8 +106,8 @@ class AwsCompute(pulumi.ComponentResource):
     def _workers(self, plan: ClusterPlan) -> aws.autoscaling.Group:
         name, scaling, market = self._name, plan.scaling, plan.market
         template = self._template(plan.worker)
-        spec = {"launch_template_id": template.id, "version": "$Latest"}
-        capacity: dict = {"launch_template": {"id": template.id, "version": "$Latest"}}
+        spec = {"launch_template_id": template.id, "version": _version(template)}
+        capacity: dict = {"launch_template": {"id": template.id, "version": _version(template)}}
         if market.uses_spot:
             capacity = {"mixed_instances_policy": {
                 "launch_template": {"launch_template_specification": spec},
@@ -103,7 +119,8 @@ class AwsCompute(pulumi.ComponentResource):
                 "capacity_rebalance": True}
         warm_pool = ({"warm_pool": {"pool_state": "Stopped", "min_size": scaling.standby}}
                      if scaling.standby else {})
-        # Workers: bounded by the stack, rolled when their launch template (user-data, code hash) changes.
+        # Workers: bounded by the stack, rolled when their launch template (user-data, code hash) changes: the pinned
+        # version changes with it, and a change of the launch template starts the instance refresh.
         group = aws.autoscaling.Group(
             f"{name}-workers", min_size=scaling.workers_min, max_size=scaling.workers_max,
             desired_capacity=scaling.workers_desired, vpc_zone_identifiers=[self._subnet_id],
@@ -112,6 +129,11 @@ class AwsCompute(pulumi.ComponentResource):
             tags=[{"key": key, "value": value, "propagate_at_launch": True}
                   for key, value in {**plan.tag_map, "gpufleet:role": "worker"}.items()],
             opts=pulumi.ResourceOptions(parent=self), **capacity, **warm_pool)
+        # Checkpoint before leaving: termination waits for the node's spot watcher (or DRAIN_TIMEOUT_S).
+        aws.autoscaling.LifecycleHook(
+            f"{name}-drain", name=DRAIN_HOOK, autoscaling_group_name=group.name,
+            lifecycle_transition="autoscaling:EC2_INSTANCE_TERMINATING", heartbeat_timeout=DRAIN_TIMEOUT_S,
+            default_result="CONTINUE", opts=pulumi.ResourceOptions(parent=self))
         if scaling.gpu_util_target is not None:
             # Scale on the average GPU utilisation the nodes publish.
             aws.autoscaling.Policy(
@@ -119,6 +141,6 @@ class AwsCompute(pulumi.ComponentResource):
                 target_tracking_configuration={
                     "target_value": scaling.gpu_util_target,
                     "customized_metric_specification": {
-                        **GPU_METRIC, "metric_dimensions": [{"name": "AutoScalingGroupName", "value": group.name}]}},
+                        **GPU_METRIC, "metric_dimensions": [{"name": "Cluster", "value": plan.name}]}},
                 opts=pulumi.ResourceOptions(parent=self))
         return group
