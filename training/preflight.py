@@ -18,7 +18,12 @@ CONNECT_TIMEOUT_S = 3.0
 
 
 class UnreachablePeers(RuntimeError):
-    """Some node could not open a connection to another node's listener; the message names both and the port."""
+    """Some node could not open a connection to another node's listener; the message names both and the port, and
+    ``failures`` holds them as data (from, from_address, to, target, why) for a caller that names the node itself."""
+
+    def __init__(self, message: str, failures: list[dict]) -> None:
+        super().__init__(message)
+        self.failures = failures
 
 
 def local_address(towards: str) -> str:
@@ -77,5 +82,6 @@ def check_node_mesh(store, node: int, nodes: int, leader: bool, master_addr: str
             "gpufleet preflight: nodes cannot reach each other on the collectives' port range:\n"
             + "\n".join(lines)
             + "\nOpen that range (the stack's network.ncclPortRange, or all ports when none is pinned) between the "
-            "cluster's nodes in the receiving node's firewall and security group."
+            "cluster's nodes in the receiving node's firewall and security group.",
+            failures,
         )
