@@ -31,9 +31,10 @@ ALLREDUCE_OF_BASELINE = 0.7
 gate has required since its first version (components/plan/userdata.py HEALTH_GATE_FRACTION)."""
 
 PAIR_PEER_FRACTION = 0.5
-"""In the cluster acceptance, a pair of nodes below this share of the best pair is slow. Healthy pairs on one fabric
-measure within ~10% of each other on GPUs, but within 2x with gloo on a shared CPU host (the tests); a node whose
-link runs at half speed or worse is named, finer cuts need the cross-node baseline (crossNodeBusbwGbs)."""
+"""In the cluster acceptance, a node whose best pair reaches less than this share of the nodes' median is slow.
+Healthy pairs on one fabric measure within ~10% of each other on GPUs, but within 2x with gloo on a shared CPU host
+(the tests); a node whose link runs at half speed or worse is named, finer cuts need the cross-node baseline
+(crossNodeBusbwGbs)."""
 
 
 @dataclass(frozen=True)
