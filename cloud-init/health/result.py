@@ -144,7 +144,8 @@ def prometheus(report: Report) -> str:
         if c.figure is not None:
             samples["gpufleet_health_figure"].append(f'{{{labels},unit="{_label(c.unit)}"}} {c.figure:g}')
         if c.threshold is not None:
-            samples["gpufleet_health_threshold"].append(f'{{{labels},unit="{_label(c.unit)}"}} {c.threshold:g}')
+            samples["gpufleet_health_threshold"].append(
+                f'{{{labels},unit="{_label(c.unit)}",rule="{_label(c.rule)}"}} {c.threshold:g}')
         samples["gpufleet_health_check_ok"].append(f"{{{labels}}} {int(c.ok)}")
     whole = f'{{kind="{report.kind}",level="{_label(report.level)}"}}'
     samples["gpufleet_health_ok"].append(f"{whole} {int(report.ok)}")
