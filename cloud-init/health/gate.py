@@ -149,11 +149,15 @@ def run(config: GateConfig) -> Report:
     if not config.devices:
         checks.append(skipped("gpu-checks", "node", "no devices to check (the catalog promises no GPUs)"))
         return timed_report("gate", socket.gethostname(), config.level, started, checks)
-    if _smi_wanted(config):
-        checks += _guarded("errors", _error_state)
-    checks += _guarded("matmul", lambda: _load_phase(config, lim))
-    checks += _guarded("hbm", lambda: _hbm(config, lim))
-    checks += _guarded("p2p", lambda: _p2p(config, lim))
-    checks += _guarded("allreduce", lambda: _allreduce(config, lim))
-    checks += _guarded("dcgm", lambda: dcgm.checks(config.dcgm_level or config.effort.dcgm_level))
-    return timed_report("gate", socket.gethostname(), config.level, started, checks)
+    families = [("errors", _error_state)] if _smi_wanted(config) else []
+    families += [("matmul", lambda: _load_phase(config, lim)), ("hbm", lambda: _hbm(config, lim)),
+                 ("p2p", lambda: _p2p(config, lim)), ("allreduce", lambda: _allreduce(config, lim)),
+                 ("dcgm", lambda: dcgm.checks(config.dcgm_level or config.effort.dcgm_level))]
+    timings = {}
+    for family, check in families:
+        begin = time.perf_counter()
+        checks += _guarded(family, check)
+        timings[family] = round(time.perf_counter() - begin, 3)
+    report = timed_report("gate", socket.gethostname(), config.level, started, checks)
+    report.timings = timings
+    return report

@@ -80,6 +80,7 @@ class Report:
     started: float  # unix seconds
     duration_s: float
     checks: list[Check] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per check family, in the order they ran
     schema: int = SCHEMA
 
     @property
