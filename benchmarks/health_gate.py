@@ -27,10 +27,11 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cloud-init"))
 
-from benchmarks import cuda_timing
-from components.catalog import catalog
 from health import clocks, errors, gate, matmul, nccl, pcie, tools
 from health.thresholds import limits
+
+from benchmarks import cuda_timing
+from components.catalog import catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 LOAD = """
