@@ -27,6 +27,7 @@ from health.acceptance import (  # noqa: E402
     ring_rounds,
     unreachable,
 )
+from health.thresholds import PAIR_PEER_FRACTION  # noqa: E402
 
 pytest.importorskip("torch")
 PYTHONPATH = f"{ROOT / 'cloud-init'}:{ROOT}"
@@ -62,13 +63,13 @@ def _name(nodes: int, slow: set[int], baseline: float | None = None) -> list[int
     """The decision the acceptance makes, with the confirm round played by the same pair model."""
     figures = _figures(nodes, slow)
     best = best_per_node(figures, nodes)
-    limit = node_limit(best, baseline, 0.5)
+    limit = node_limit(best, baseline, PAIR_PEER_FRACTION)
     suspects = [n for n, gbs in best.items() if gbs < limit]
     good = [n for n, gbs in best.items() if gbs >= limit]
     for pairs in confirm_rounds(suspects, good) if suspects and good else []:
         figures |= {pair: 1.0 if set(pair) & slow else 10.0 for pair in pairs}
     best = best_per_node(figures, nodes)
-    return named(best, node_limit(best, baseline, 0.5))
+    return named(best, node_limit(best, baseline, PAIR_PEER_FRACTION))
 
 
 @pytest.mark.parametrize(("nodes", "slow"), [(3, {0}), (3, {2}), (4, {1}), (8, {5}), (8, {2, 3}), (8, {1, 3}),
@@ -78,9 +79,10 @@ def test_the_slow_nodes_and_only_they_are_named(nodes, slow):
 
 
 def test_a_node_at_half_the_median_is_not_slow_but_below_half_is():
-    best = {0: 10.0, 1: 12.0, 2: 5.5, 3: 4.9, 4: 40.0}
-    assert node_limit(best, None, 0.5) == 5.0, "half the median, however lucky the best pair was"
-    assert named(best, 5.0) == [3]
+    best = {0: 10.0, 1: 12.0, 2: 5.5, 3: 4.4, 4: 40.0}
+    limit = node_limit(best, None, PAIR_PEER_FRACTION)
+    assert limit == 5.0, "half the median, however lucky the best pair was"
+    assert named(best, limit) == [3], "a node at 0.44 of the median is named, one at 0.55 is not"
 
 
 def test_a_baseline_raises_the_limit_and_a_slow_fabric_names_no_node():

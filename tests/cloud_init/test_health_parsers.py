@@ -129,6 +129,12 @@ def test_memory_errors_remaps_and_xids_fail_their_gpu():
     assert not lost.ok and "79" in lost.detail, "a GPU that fell off the bus is not in nvidia-smi's list"
 
 
+def test_a_single_xid_fails_its_gpu():
+    log = "[ 5.0] NVRM: Xid (PCI:0000:18:00): 74, pid=1, name=python3, NVLink: fatal error detected on link 3\n"
+    rows = _rows(errors.checks(tools.rows(ERRORS, errors.FIELDS), None, log))
+    assert not rows[("xid", "gpu0")].ok and rows[("xid", "gpu0")].detail == "Xid 74"
+
+
 def test_an_unreadable_kernel_log_skips_the_xid_check_and_no_remaps_skip_theirs():
     rows = _rows(errors.checks(tools.rows(ERRORS, errors.FIELDS), None, None))
     assert rows[("xid", "node")].rule == "skip" and not [k for k in rows if k[0].startswith("row-remap")]
@@ -163,6 +169,7 @@ def test_nccl_on_rdma_fabrics_must_use_its_verbs_transport():
     selection = nccl.parse(NCCL_ERDMA)
     assert selection.network == "IB" and selection.devices == "[0]erdma_0:1/RoCE [RO]"
     assert nccl.checks(NCCL_ERDMA, "erdma")[0].ok and not nccl.checks(NCCL_ERDMA, "tcp")[0].ok
+    assert not nccl.checks(NCCL_FELL_BACK, "erdma")[0].ok and not nccl.checks(NCCL_FELL_BACK, "rdma")[0].ok
     assert nccl.checks("", "efa")[0].rule == "skip"
 
 

@@ -52,6 +52,7 @@ def test_measured_figures_replace_the_datasheet_estimate():
 def test_rows_without_figures_judge_nothing_they_cannot():
     single = limits(row("aws", "g4dn.xlarge"))
     assert single.gpus == 1 and single.allreduce_busbw_gbs is None, "one GPU: no all-reduce"
+    assert limits({"gpus": 1, "busbwBaselineGbs": 100}).allreduce_busbw_gbs is None, "even with a baseline"
     local = limits(row("local", "cpu"))
     assert local.gpus == 0 and local.matmul_tflops is None and not local.nvswitch
 
