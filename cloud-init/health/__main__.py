@@ -12,17 +12,13 @@ config, nothing measured.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import torch
 
 from health import allreduce, gate, result
-
-
-class UsageError(Exception):
-    """A wrong argument or config value; the message names it and the fix."""
+from health.config import LEVELS, UsageError, load_config
 
 
 def _devices(text: str) -> tuple[torch.device, ...]:
@@ -35,26 +31,11 @@ def _devices(text: str) -> tuple[torch.device, ...]:
     raise UsageError(f"--devices {text}: write cuda, cpu or cpu:N")
 
 
-def load_config(path: Path) -> dict:
-    try:
-        raw = json.loads(path.read_text())
-    except OSError as error:
-        raise UsageError(f"--config {path}: {error.strerror}") from None
-    except json.JSONDecodeError as error:
-        raise UsageError(f"--config {path}: not JSON ({error.msg} at line {error.lineno})") from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("row"), dict):
-        raise UsageError(f"--config {path}: needs a 'row' object (the instance type's catalog row)")
-    level = raw.get("level", "light")
-    if level not in gate.EFFORT:
-        raise UsageError(f"--config {path}: 'level' must be one of {', '.join(gate.EFFORT)} (got {level!r})")
-    return raw
-
-
 def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m health", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", type=Path, required=True, help="JSON: the catalog row, the level, the DCGM level")
-    p.add_argument("--level", choices=list(gate.EFFORT), help="override the config's level")
+    p.add_argument("--level", choices=LEVELS, help="override the config's level")
     p.add_argument("--dcgm-level", type=int, choices=[1, 2, 3], help="override the config's DCGM diagnostic level")
     p.add_argument("--devices", default="cuda", help="cuda (default), cpu or cpu:N")
     p.add_argument("--nccl-env", type=Path, help="the job's NCCL settings (KEY=value lines)")

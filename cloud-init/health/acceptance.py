@@ -19,7 +19,7 @@ that setup runs): every rendezvous round, including one that admits a replacemen
 nodes and the communicator the job will use, and no second rendezvous can wait on a node that joins later. The same
 function runs as its own torchrun (`main`, tests and by hand):
     torchrun --nnodes=N --nproc-per-node=G --rdzv-backend=c10d --rdzv-endpoint=HEAD:29400 -m health.acceptance \\
-        --out /var/lib/gpufleet/health/acceptance.json [--bucket-mb 100] [--baseline-gbs 400] [--level deep]
+        --out /var/lib/gpufleet/health/acceptance.json [--config /etc/gpufleet/health.json] [--bucket-mb 100]
 Every rank exits 0 once the test ran (a node that exits non-zero would keep the healthy nodes' torchrun agents in
 their exit barrier for five minutes); this node's verdict is the report's `ok` and the reason file.
 """
@@ -40,8 +40,9 @@ import torch
 import torch.distributed as dist
 
 from health import result
+from health.config import LEVELS, UsageError, load_config
 from health.result import Check, Report, judge
-from health.thresholds import PAIR_PEER_FRACTION
+from health.thresholds import PAIR_PEER_FRACTION, limits
 from training import distributed, preflight
 from training.config import TrainConfig
 
@@ -205,8 +206,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bucket-mb", type=int, default=TrainConfig.bucket_cap_mb,
                    help=f"the job's DDP bucket size in MiB (default: the job's default, {TrainConfig.bucket_cap_mb})")
-    p.add_argument("--baseline-gbs", type=float, help="the cluster's busbw threshold in GB/s (default: none)")
-    p.add_argument("--level", choices=["light", "deep"], default="light")
+    p.add_argument("--config", type=Path, help="the gate's config: its row's crossNodeBusbwGbs and its level")
+    p.add_argument("--baseline-gbs", type=float, help="the cluster's busbw threshold in GB/s (default: the config's)")
+    p.add_argument("--level", choices=LEVELS, help="default: the config's, else light")
     p.add_argument("--peer-fraction", type=float, default=PAIR_PEER_FRACTION)
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
     p.add_argument("--out", type=Path, help="write this node's report as JSON here (the node's first rank)")
@@ -218,8 +220,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     args = parse(argv)
     started = time.time()
-    plan = Plan(bucket_bytes=args.bucket_mb << 20, baseline_gbs=args.baseline_gbs, level=args.level,
-                peer_fraction=args.peer_fraction)
+    try:
+        config = load_config(args.config) if args.config else {"row": {}}
+    except UsageError as error:
+        print(f"gpufleet acceptance: {error}", file=sys.stderr)
+        return result.EXIT_USAGE
+    baseline = args.baseline_gbs if args.baseline_gbs is not None else limits(config["row"]).cross_node_busbw_gbs
+    plan = Plan(bucket_bytes=args.bucket_mb << 20, baseline_gbs=baseline,
+                level=args.level or config.get("level", "light"), peer_fraction=args.peer_fraction)
     leader = int(os.environ.get("LOCAL_RANK", 0)) == 0
     try:
         d = distributed.setup(args.device)

@@ -143,8 +143,12 @@ def test_a_healthy_set_passes_and_every_node_is_measured(tmp_path):
 
 
 def test_a_baseline_the_world_reaches_skips_the_pairs(tmp_path):
-    reports = _nodes_on_loopback(tmp_path, 3, "--bucket-mb", "1", "--baseline-gbs", "0.000001")
-    assert [c["check"] for c in reports[0]["checks"]] == ["acceptance-world"] and reports[0]["ok"]
+    config = tmp_path / "health.json"
+    config.write_text(json.dumps({"row": {"crossNodeBusbwGbs": 1e-6}, "level": "light"}))
+    reports = _nodes_on_loopback(tmp_path, 3, "--bucket-mb", "1", "--config", str(config))
+    world = reports[0]["checks"]
+    assert [c["check"] for c in world] == ["acceptance-world"] and reports[0]["ok"]
+    assert world[0]["threshold"] == pytest.approx(0.7e-6), "the row's cross-node figure x ALLREDUCE_OF_BASELINE"
 
 
 # --- four torchrun agents in network namespaces ----------------------------------------------------------------
