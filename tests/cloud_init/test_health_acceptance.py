@@ -137,7 +137,7 @@ def test_a_healthy_set_passes_and_every_node_is_measured(tmp_path):
         rows = {(c["check"], c["subject"]): c for c in report["checks"]}
         assert rows[("acceptance-world", "world")]["figure"] > 0
         assert {s for c, s in rows if c == "acceptance-pair"} == {"node0+node1", "node2+node3", "node1+node2",
-                                                                  "node3+node0"}
+                                                                  "node0+node3"}
         assert all(rows[("acceptance-node", f"node{n}")]["ok"] for n in range(4))
     assert not (tmp_path / "reason").exists()
 
