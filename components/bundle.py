@@ -20,6 +20,7 @@ SOURCES = (
     "training/**/*.py",
     "cloud-init/bin/*",
     "cloud-init/health_allreduce.py",
+    "cloud-init/health/*.py",
     "cloud-init/systemd/*",
     "monitoring/*",
 )

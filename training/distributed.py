@@ -149,7 +149,7 @@ def setup(device_choice: str = "auto") -> Dist:
         backend = "nccl" if use_cuda else "gloo"
         store = _shared_store() or _job_store(rank, world_size)
         nodes = world_size // int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
-        preflight.check_node_mesh(store, node_rank, nodes, local_rank == 0, os.environ["MASTER_ADDR"])
+        preflight.check_node_mesh(store, node_rank, nodes, local_rank == 0, os.environ["MASTER_ADDR"], world_size)
         dist.init_process_group(
             backend=backend, device_id=device if use_cuda else None, store=store, rank=rank, world_size=world_size
         )
