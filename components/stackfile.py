@@ -97,7 +97,9 @@ class _Loader(yaml.SafeLoader):
 
     def where(self, *more: str) -> str:
         """The path of keys to the node being composed (`gpufleet:cluster.network`), `config.` left out."""
-        return ".".join(key for key in (*self.keys, *more) if key).removeprefix("config.") or "the file"
+        keys = [key for key in (*self.keys, *more) if key]
+        text = ".".join(keys[:6]) + ("..." if len(keys) > 6 else "")
+        return text.removeprefix("config.") or "the file"
 
     def compose_mapping_node(self, anchor: str | None) -> yaml.MappingNode:
         node = super().compose_mapping_node(anchor)
@@ -107,15 +109,16 @@ class _Loader(yaml.SafeLoader):
                 continue
             key = self.construct_object(key_node)
             if key in seen:
-                first = seen[key].start_mark.line + 1
-                raise _Refused(self.where(str(key)), f"is given twice in the same map (first on line {first}); YAML "
-                               "would silently keep only the last", "keep one of them.", key_node.start_mark)
+                lines = f"lines {seen[key].start_mark.line + 1} and {key_node.start_mark.line + 1}"
+                raise _Refused(self.where(str(key)), f"is given twice in the same map ({lines}); YAML would silently "
+                               "keep only the last", "keep one of them.")
             seen[key] = key_node
         return node
 
 
 def _expanded_size(root: yaml.Node) -> int:
-    """Values in the document once every alias is expanded, counted without expanding; a cycle counts as too many."""
+    """Values in the document once every alias is expanded, counted without expanding them; an alias inside the
+    value it names is refused."""
     sizes: dict[int, int] = {}
     pending: set[int] = set()
 
@@ -124,7 +127,8 @@ def _expanded_size(root: yaml.Node) -> int:
         if key in sizes:
             return sizes[key]
         if key in pending:
-            return MAX_NODES + 1
+            raise _Refused("the file", "has an alias inside the value it names, which never ends once expanded",
+                           "write the value out instead of the alias.", node.start_mark)
         pending.add(key)
         children = node.value if isinstance(node, yaml.SequenceNode) else (
             [part for pair in node.value for part in pair] if isinstance(node, yaml.MappingNode) else [])

@@ -18,11 +18,14 @@ def resolve(stack: str | None, stack_file: str | None) -> StackFile:
     `--stack-file PATH` reads PATH."""
     if stack_file:
         return load_stack_file(Path(stack_file))
-    name = (stack or "local").rsplit("/", 1)[-1]
-    if problem := stack_name_problem(name):
+    parts = (stack or "local").split("/")
+    problem = next(filter(None, map(stack_name_problem, parts)), None)
+    if len(parts) > 3 or {".", ".."} & set(parts):
+        problem = f"{stack!r} is not a stack name (NAME, or ORG/PROJECT/NAME)"
+    if problem:
         raise SpecError([Problem("--stack", f"{problem}.", "pass the stack's name as `pulumi stack ls` shows it, "
                                  "or the file with --stack-file PATH.")])
-    return load_stack_file(stack_path(PROJECT_DIR, name))
+    return load_stack_file(stack_path(PROJECT_DIR, parts[-1]))
 
 
 def spec_and_plan(stack: StackFile) -> tuple[ClusterSpec, ClusterPlan]:
