@@ -15,8 +15,8 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 # A range wider than this (a shorter prefix) counts as the internet, and so does any set of ranges that together
 # admit more internet addresses than one range of this size holds.
 WIDEST_OPEN_PREFIX = 8
-# Addresses no internet host has (IANA IPv4 Special-Purpose Address Registry, RFC 6890: not globally reachable;
-# multicast and the reserved block are not unicast sources at all).
+# Addresses no internet host has (docs/cloud-facts.md#limits-on-every-cloud: the IANA special-purpose registry's
+# blocks that are not globally reachable, multicast and the reserved block).
 NOT_INTERNET_V4 = tuple(ipaddress.collapse_addresses(map(ipaddress.IPv4Network, (
     "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
     "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4",

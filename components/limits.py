@@ -1,8 +1,8 @@
 """What each cloud accepts for the names, networks and sizes a stack sets, as the clouds document it.
 
-Data only: the rules that read it live in components.names, components.networks and components.locations.
-Every number here has its source and date in docs/cloud-facts.md (sections "AWS limits", "Alibaba limits",
-"Tencent limits" and "Limits on every cloud").
+Data only: the rules that read it live in components.names and components.networks. Every number here has its source
+and date in docs/cloud-facts.md#aws-limits, #aws-names, #alibaba-limits, #alibaba-names, #tencent-limits,
+#tencent-names and docs/cloud-facts.md#limits-on-every-cloud.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ OWN_TAG_KEYS = ("managed-by",)
 # and AWS's Name.
 OWN_TAG_COUNT = 5
 
-# Never a VPC on any cloud: not unicast addresses a host can own (RFC 6890 / IANA special-purpose registry), and the
+# Never a VPC on any cloud (docs/cloud-facts.md#limits-on-every-cloud): not unicast addresses a host can own, and the
 # link-local range every cloud's metadata service answers in.
 NOT_UNICAST = (
     (IPv4("0.0.0.0/8"), "0.0.0.0/8, 'this network', never a host's address"),
@@ -78,6 +78,7 @@ _AWS_TAG_KEY = re.compile(r"^[A-Za-z0-9+\-=._:@]+$")
 _OSS_TAG = re.compile(r"^[A-Za-z0-9 +\-=._:/]*$")
 _TENCENT_TAG = re.compile(r"^[\w +\-=.:/@]*$")
 
+# docs/cloud-facts.md#aws-limits, docs/cloud-facts.md#aws-names
 AWS = CloudLimits(
     cloud="aws",
     vpc_prefixes=(16, 28),
@@ -92,6 +93,7 @@ AWS = CloudLimits(
     reservation_example="cr-0123456789abcdef0",
 )
 
+# docs/cloud-facts.md#alibaba-limits, docs/cloud-facts.md#alibaba-names
 ALICLOUD = CloudLimits(
     cloud="alicloud",
     vpc_prefixes=(8, 28),
@@ -111,6 +113,7 @@ ALICLOUD = CloudLimits(
     subnet_word="vSwitch",
 )
 
+# docs/cloud-facts.md#tencent-limits, docs/cloud-facts.md#tencent-names
 TENCENTCLOUD = CloudLimits(
     cloud="tencentcloud",
     vpc_prefixes=(12, 28),

@@ -49,7 +49,7 @@ def checked_cluster_name(value: str) -> str:
     raise ValueError(f"{value!r} is not a cluster name: use {CLUSTER_NAME_RULE}, e.g. {cluster_name(value)!r}")
 
 
-# Object storage: what each cloud's bucket names may be (docs/cloud-facts.md, "bucket names").
+# Object storage: what each cloud's bucket names may be (docs/cloud-facts.md#aws-names, #alibaba-names, #tencent-names).
 S3_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
 S3_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
 # <name>-<APPID>.cos.<region>.myqcloud.com is at most 60 characters (Tencent COS naming conventions).

@@ -16,7 +16,7 @@ from components.plan.network import HEAD_HOST, node_subnets
 from components.spec import ClusterSpec
 from components.stackfile import CLUSTER_KEY
 
-# The cluster network is IPv4 only on every cloud: no realizer gives the VPC an IPv6 block or a node an IPv6 address.
+# The cluster network is IPv4 only on every cloud (docs/cloud-facts.md#limits-on-every-cloud).
 IPV6_SSH_REASON = ("the cluster's network is IPv4 only (its VPC gets no IPv6 block and no node an IPv6 address), so "
                    "no IPv6 client can ever reach a node")
 

@@ -24,7 +24,7 @@ CLUSTER_KEY = "gpufleet:cluster"
 MAX_BYTES = 256 * 1024
 MAX_DEPTH = 64
 MAX_NODES = 100_000  # values after every alias is expanded (an 800-byte "billion laughs" file holds 10^9)
-PULUMI_STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")  # pulumi/pulumi's validateStackName
+PULUMI_STACK_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")  # docs/cloud-facts.md#limits-on-every-cloud
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
