@@ -52,6 +52,8 @@ def normalised_cidr(text: str) -> str:
 def normalised_vpc_cidr(text: str) -> str:
     """A VPC range: an IPv4 CIDR in its canonical spelling."""
     what = "an IPv4 CIDR like 10.0.0.0/16"
+    if "/" not in text:
+        raise ValueError(f"{text!r} is not {what}: it has no prefix length; write the range, e.g. {text.strip()}/16")
     network = parse_cidr(text, what)
     if network.version != 4:
         raise ValueError(f"{text!r} is not {what}: a VPC's range is IPv4 (IPv6 blocks come from the cloud)")

@@ -29,6 +29,9 @@ def region_of(cloud: str, zone: str) -> str | None:
 def region_and_zone(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:
     """The region is one the catalog lists for the cloud and the zone is one of that region's."""
     if cloud.region_key is None:
+        if spec.zone != "local":
+            yield Problem(f"{CLUSTER_KEY}.zone", f"{spec.zone!r} names a zone, but a local cluster runs on this "
+                          "machine and has none.", "remove zone.")
         return
     known = catalog.regions(spec.cloud)
     if not spec.region:
@@ -49,5 +52,8 @@ def region_and_zone(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]
     elif other := region_of(spec.cloud, spec.zone):
         yield Problem(path, f"{spec.zone!r} is not a zone of region {spec.region!r} but of {other}.",
                       f"{fix}; or set {cloud.region_key}: {other}.")
+    elif catalog.zone_in_region(spec.cloud, spec.region, spec.zone.strip().lower()):
+        yield Problem(path, f"{spec.zone!r} is not a zone of region {spec.region!r}: zone names are lowercase.",
+                      f"write {spec.zone.strip().lower()}.")
     else:
         yield Problem(path, f"{spec.zone!r} is not a zone of region {spec.region!r}.", f"{fix}.")

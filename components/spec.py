@@ -189,6 +189,9 @@ _FIXES = {
     "bool_parsing": "write true or false.",
     "flag_for_number": "write a number.",
     "string_type": "write a string.",
+    "tuple_type": "write a list, e.g. [203.0.113.0/24].",
+    "list_type": "write a list.",
+    "dict_type": "write a map of keys and values.",
     "greater_than_equal": "raise it.",
     "less_than_equal": "lower it.",
     "greater_than": "raise it.",
@@ -197,7 +200,7 @@ _FIXES = {
 
 
 def _path(loc: tuple[Any, ...]) -> str:
-    parts = [str(part) for part in loc if not (isinstance(part, str) and part in _UNION_TAGS)]
+    parts = [str(part) for part in loc if not (isinstance(part, str) and part in (*_UNION_TAGS, "[key]"))]
     return ".".join([CLUSTER_KEY, *parts])
 
 
@@ -262,10 +265,16 @@ def parse_spec(raw: Any, region: str, stack: str) -> ClusterSpec:
     if not isinstance(raw, dict):
         raise SpecError([Problem(CLUSTER_KEY, "is missing or not a map.",
                                  "add `gpufleet:cluster:` with at least cloud, instanceType and nodes.")])
+    written_region = raw.get("region")
     data = {**copy.deepcopy(raw), "region": region}
     if data.get("name") is None:
         data["name"] = cluster_name(stack)
     refused: list[Problem] = []
+    if written_region is not None:
+        refused.append(Problem(f"{CLUSTER_KEY}.region", f"is not a cluster setting: the region is the provider's "
+                               f"own config key (e.g. aws:region), so {written_region!r} here would be ignored.",
+                               "move it to config as <cloud>:region (aws:region, alicloud:region or "
+                               "tencentcloud:region) and remove it here."))
     if isinstance(data.get("job"), dict):
         data["job"], refused = refused_settings(data["job"])
     try:

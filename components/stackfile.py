@@ -20,6 +20,8 @@ import yaml
 from components.errors import Problem, SpecError
 
 CLUSTER_KEY = "gpufleet:cluster"
+# The config keys a stack sets besides the cluster: each provider's region (the clouds' `region_key`).
+REGION_KEYS = ("aws:region", "alicloud:region", "tencentcloud:region")
 # A stack file is a few kilobytes; these bound what a broken or hostile one can cost before it is refused.
 MAX_BYTES = 256 * 1024
 MAX_DEPTH = 64
@@ -239,6 +241,33 @@ def _plain(value: Any, where: str, source: str) -> None:
                         source)
 
 
+def _squashed(key: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", key.lower())
+
+
+def _misspelt(config: dict[str, Any], source: str) -> None:
+    """Keys that are gpufleet's or a provider's in all but spelling: Pulumi would pass them to nobody."""
+    wanted = {_squashed(key): key for key in (CLUSTER_KEY, *REGION_KEYS)}
+    problems = [Problem(str(key), f"is not a key gpufleet reads; it looks like `{wanted[_squashed(str(key))]}` (config "
+                        "keys are namespace:name, in this case).", f"rename it to {wanted[_squashed(str(key))]}.")
+                for key in config if _squashed(str(key)) in wanted and key not in wanted.values()]
+    if problems:
+        raise SpecError(problems, source)
+
+
+def _cluster_object(config: dict[str, Any]) -> None:
+    """A cluster written as a JSON string is an object to the program (pulumi.Config.get_object parses it): the
+    same here, so `fleet` and `pulumi up` read the same stack."""
+    value = config.get(CLUSTER_KEY)
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            return
+        if isinstance(parsed, dict):
+            config[CLUSTER_KEY] = parsed
+
+
 def load_stack_file(path: Path) -> StackFile:
     """Parse a stack file, turning every way it can be unreadable or malformed into a SpecError that names the file
     (and the line, or the key path, where there is one)."""
@@ -253,6 +282,8 @@ def load_stack_file(path: Path) -> StackFile:
         raise SpecError([Problem("config", "the stack file has no `config:` map.",
                                  f"put the cluster under `config: {{{CLUSTER_KEY}: {{...}}}}`.")], source)
     _plain(config, "", source)
+    _misspelt(config, source)
+    _cluster_object(config)
     name = stack_name_of(path)
     if problem := stack_name_problem(name):
         raise SpecError([Problem("stack", f"{problem}.", "rename the file to Pulumi.<name>.yaml with a name of "

@@ -58,3 +58,19 @@ def test_a_missing_region_names_the_provider_key(tmp_path):
 ])
 def test_zones_of_each_region_pass(tmp_path, cloud, region, zone):
     assert plan_of(tmp_path, cloud, {"zone": zone}, region=region)[1].zone == zone
+
+
+def test_zone_names_are_lowercase(tmp_path):
+    problem = only(tmp_path, "aws", {"zone": "US-EAST-1A"})
+    assert problem.path == ZONE and "lowercase" in problem.message and problem.fix == "write us-east-1a."
+
+
+def test_a_local_cluster_has_no_zone(tmp_path):
+    problem = only(tmp_path, "local", {"zone": "us-east-1a"})
+    assert problem.path == ZONE and "remove zone" in problem.fix
+
+
+@pytest.mark.parametrize("cloud", ["aws", "alicloud", "tencentcloud", "local"])
+def test_a_region_written_in_the_cluster_is_not_silently_dropped(tmp_path, cloud):
+    problem = only(tmp_path, cloud, {"region": "eu-west-1"})
+    assert problem.path == "gpufleet:cluster.region" and "would be ignored" in problem.message

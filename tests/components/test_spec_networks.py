@@ -150,3 +150,13 @@ def test_the_largest_cluster_each_cloud_holds(tmp_path, cloud, most):
 @pytest.mark.parametrize("cloud", CLOUDS)
 def test_the_default_vpc_plans_everywhere(tmp_path, cloud):
     assert plan_of(tmp_path, cloud)[1].network.vpc_cidr == "10.0.0.0/16"
+
+
+@pytest.mark.parametrize("changes, path, fix", [
+    ({"network": {"vpcCidr": "10.0.0.0"}}, VPC, "10.0.0.0/16"),
+    ({"network": {"vpcCidr": "2001:db8::/56"}}, VPC, "IPv4"),
+    ({"network": {"sshCidrs": "203.0.113.0/24"}}, "gpufleet:cluster.network.sshCidrs", "write a list"),
+])
+def test_shapes_a_person_writes_by_mistake(tmp_path, changes, path, fix):
+    problem = only(tmp_path, "alicloud", changes)
+    assert problem.path == path and fix in f"{problem.message} {problem.fix}"

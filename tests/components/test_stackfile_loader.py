@@ -167,3 +167,26 @@ def test_names_pulumi_refuses(tmp_path, capsys):
 
 def test_a_fully_qualified_stack_names_its_file(capsys):
     assert main(["plan", "--stack", "my-org/gpufleet/local", "--json"]) == 0
+
+
+@pytest.mark.parametrize("key, meant", [
+    ("gpufleet:Cluster", "gpufleet:cluster"), ("gpufleet_cluster", "gpufleet:cluster"), ("aws:Region", "aws:region"),
+    ("alicloud-region", "alicloud:region"),
+])
+def test_keys_spelt_almost_right_are_named(tmp_path, key, meant):
+    path = tmp_path / "Pulumi.keys.yaml"
+    path.write_text(LOCAL.replace("gpufleet:cluster", key) if "cluster" in meant else LOCAL + f"  {key}: x\n")
+    assert f"{key}: is not a key gpufleet reads; it looks like `{meant}`" in refused(path)
+
+
+def test_the_region_keys_are_the_clouds():
+    from components.clouds import CLOUDS
+    from components.stackfile import REGION_KEYS
+
+    assert set(REGION_KEYS) == {cloud.region_key for cloud in CLOUDS.values() if cloud.region_key}
+
+
+def test_a_cluster_written_as_json_reads_as_pulumi_reads_it(tmp_path):
+    path = tmp_path / "Pulumi.json.yaml"
+    path.write_text("config:\n  gpufleet:cluster: '{\"cloud\": \"local\", \"instanceType\": \"cpu\", \"nodes\": 2}'\n")
+    assert load_stack_file(path).config["gpufleet:cluster"] == {"cloud": "local", "instanceType": "cpu", "nodes": 2}
