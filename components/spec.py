@@ -87,8 +87,8 @@ class Network(_Model):
     ssh_cidrs: tuple[Annotated[str, AfterValidator(normalised_cidr)], ...] = Field(
         (), description="CIDRs allowed to SSH in; none by default.")
     allow_internet: bool = Field(
-        False, description="Opt in to rules open to the whole internet (0.0.0.0/0 in sshCidrs); policy rejects "
-                           "such rules otherwise.")
+        False, description="Opt in to sshCidrs open to the internet (a range wider than a /8, such as 0.0.0.0/0, "
+                           "or ranges that together admit more of it than a /8); policy rejects them otherwise.")
     rendezvous_port: int = Field(29400, ge=1024, le=65535, description="torchrun c10d rendezvous port on the head.")
     anti_affinity: bool = Field(False, description="Spread nodes over hosts (Tencent spread placement group).")
 
