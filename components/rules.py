@@ -6,10 +6,10 @@ Each rule returns problems instead of raising, so a user sees everything wrong w
 from __future__ import annotations
 
 import difflib
-import ipaddress
 from collections.abc import Callable, Iterable
 
 from components import catalog
+from components.checks import CHECKS
 from components.clouds import profile
 from components.clouds.base import (
     CAPACITY_BLOCK,
@@ -25,26 +25,11 @@ from components.spec import ClusterSpec, ShapeError, parse_spec
 from components.stackfile import CLUSTER_KEY
 from training.config import ConfigError, TrainConfig
 
-# Addresses a cloud keeps in every subnet (AWS: network, router, DNS, future, broadcast).
-RESERVED_PER_SUBNET = 5
-MIN_PORT_RANGE = 256
-
 Rule = Callable[[ClusterSpec, CloudProfile], Iterable[Problem]]
 
 
 def _at(path: str) -> str:
     return f"{CLUSTER_KEY}.{path}"
-
-
-def region_and_zone(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
-    if cloud.region_key is None:
-        return
-    if not spec.region:
-        yield Problem(cloud.region_key, "is not set.", f"add `{cloud.region_key}: <region>` under config.")
-    elif not spec.zone.startswith(spec.region):
-        yield Problem(_at("zone"), f"{spec.zone!r} is not a zone of region {spec.region!r}.",
-                      f"use a zone whose name starts with {spec.region} (see the cloud's zone list), "
-                      f"or change {cloud.region_key}.")
 
 
 def instance_type(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
@@ -84,9 +69,6 @@ def market(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
         if spot:
             yield Problem(_at("market.capacityBlock"), "a Capacity Block cannot be mixed with spot.",
                           "set market.spotPercent to 0, or drop capacityBlock.")
-    if m.reservation_id and spec.cloud == "aws" and not m.reservation_id.startswith("cr-"):
-        yield Problem(_at("market.reservationId"), f"{m.reservation_id!r} is not an AWS capacity reservation id.",
-                      "use the cr-... id shown by `aws ec2 describe-capacity-reservations`.")
 
 
 def fabric(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
@@ -101,26 +83,6 @@ def fabric(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
     if row is not None and wanted != "tcp" and row.fabric != wanted:
         yield Problem(_at("network.fabric"), f"{spec.instance_type} has no {wanted} (it has {row.fabric}).",
                       f"use fabric auto or tcp, or an instance type with {wanted}.")
-
-
-def network(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
-    vpc = ipaddress.IPv4Network(spec.network.vpc_cidr)
-    private_size = vpc.num_addresses // 2
-    needed = spec.counts.max + RESERVED_PER_SUBNET + 1
-    if vpc.prefixlen > 27 or private_size < needed:
-        yield Problem(_at("network.vpcCidr"),
-                      f"{vpc} leaves {private_size} addresses for nodes, too few for {spec.counts.max} nodes.",
-                      f"use a larger range such as {vpc.network_address}/16.")
-    ports = spec.network.port_range
-    if ports is not None:
-        low, high = ports
-        if high - low + 1 < MIN_PORT_RANGE:
-            yield Problem(_at("network.ncclPortRange"), f"{low}-{high} holds fewer than {MIN_PORT_RANGE} ports; "
-                          "NCCL and every other outgoing connection of the node draw from it.",
-                          f"widen it to at least {MIN_PORT_RANGE} ports, e.g. 50000-51000.")
-        if low <= spec.network.rendezvous_port <= high:
-            yield Problem(_at("network.ncclPortRange"), f"contains the rendezvous port {spec.network.rendezvous_port}.",
-                          "move the range or network.rendezvousPort apart.")
 
 
 def autoscaling(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
@@ -190,14 +152,13 @@ def unsupported(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
 
 
 
-RULES: tuple[Rule, ...] = (region_and_zone, instance_type, node_counts, market, fabric, network, autoscaling, job,
-                           unsupported)
+RULES: tuple[Rule, ...] = (instance_type, node_counts, market, fabric, autoscaling, job, unsupported)
 
 
 def problems_of(spec: ClusterSpec) -> list[Problem]:
     """Every rule's findings for a spec whose shape is valid."""
     cloud = profile(spec.cloud)
-    return [problem for rule in (*RULES, *cloud.rules) for problem in rule(spec, cloud)]
+    return [problem for rule in (*CHECKS, *RULES, *cloud.rules) for problem in rule(spec, cloud)]
 
 
 def validate(raw: object, region: str, stack: str) -> ClusterSpec:

@@ -1,48 +1,14 @@
-"""Network rules: the fabric's security group talks to itself both ways, nothing is reachable from the internet
-unless the stack opted in, and a node with several interfaces gets no public address."""
+"""Network rules: the fabric's security group talks to itself both ways, and a node with several interfaces gets no
+public address (what the internet may reach is policy.internet's)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from components.plan.firewall import INTERNET_OPT_IN
 from policy import types as t
 from policy.base import Inputs, Resource, items, of_type, present, truthy
 
-ANYWHERE = ("0.0.0.0/0", "::/0")
-OPT_IN_HINT = ("name the networks in network.sshCidrs instead, or opt in with network.allowInternet: true "
-               "(docs/gitops.md)")
 ERDMA_MODE = "HighPerformance"
-
-
-def _opted_in(description: object) -> bool:
-    return INTERNET_OPT_IN in str(description or "")
-
-
-def open_ingress(kind: str, inputs: Inputs) -> Iterable[str]:
-    """SSH, NCCL, metrics or anything else open to 0.0.0.0/0 (or ::/0) on any of the three clouds."""
-    if _opted_in(inputs.get("description")) and kind != t.TC_SG_RULES:
-        return
-    if kind == t.AWS_SG_INGRESS:
-        cidr = inputs.get("cidrIpv4") or inputs.get("cidrIpv6")
-        if cidr in ANYWHERE:
-            yield (f"ingress {inputs.get('ipProtocol')} {inputs.get('fromPort', 'all')}-{inputs.get('toPort', 'all')} "
-                   f"is open to {cidr}; {OPT_IN_HINT}.")
-    elif kind == t.AWS_SG_RULE and inputs.get("type") == "ingress":
-        cidrs = [c for c in items(inputs.get("cidrBlocks")) + items(inputs.get("ipv6CidrBlocks")) if c in ANYWHERE]
-        if cidrs:
-            yield (f"ingress {inputs.get('protocol')} {inputs.get('fromPort')}-{inputs.get('toPort')} is open to "
-                   f"{cidrs[0]}; {OPT_IN_HINT}.")
-    elif kind == t.ALI_SG_RULE and inputs.get("type") == "ingress" and inputs.get("policy", "accept") == "accept":
-        cidr = inputs.get("cidrIp") or inputs.get("ipv6CidrIp")
-        if cidr in ANYWHERE:
-            yield f"ingress {inputs.get('ipProtocol')} {inputs.get('portRange')} is open to {cidr}; {OPT_IN_HINT}."
-    elif kind == t.TC_SG_RULES:
-        for rule in items(inputs.get("ingresses")):
-            if (rule.get("cidrBlock") in ANYWHERE and str(rule.get("action", "")).upper() == "ACCEPT"
-                    and not _opted_in(rule.get("description"))):
-                yield (f"ingress {rule.get('protocol')} {rule.get('port')} is open to {rule.get('cidrBlock')}; "
-                       f"{OPT_IN_HINT}.")
 
 
 def public_ip_with_several_interfaces(kind: str, inputs: Inputs) -> Iterable[str]:

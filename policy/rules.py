@@ -7,6 +7,7 @@ Resource rules look at one resource; stack rules look at several together.
 
 from __future__ import annotations
 
+from policy.access import bucket_wildcards
 from policy.base import ADVISORY, MANDATORY, Resource, ResourceRule, StackRule
 from policy.capacity import (
     capacity_block_alone,
@@ -15,13 +16,14 @@ from policy.capacity import (
     spot_outside_deployment_set,
 )
 from policy.fabric import fabric_layout
-from policy.network import fabric_self_both_ways, open_ingress, public_ip_with_several_interfaces
+from policy.internet import internet_by_parts, open_ingress
+from policy.network import fabric_self_both_ways, public_ip_with_several_interfaces
 from policy.nodes import encrypted_volumes, hardened_metadata, user_data
 from policy.storage import encrypted_bucket, encrypted_s3_buckets, spot_has_checkpoint_bucket
 
 RESOURCE_RULES: tuple[ResourceRule, ...] = (
-    ResourceRule("no-open-ingress", "Nothing is open to 0.0.0.0/0 unless the stack opts in (network.allowInternet).",
-                 MANDATORY, open_ingress),
+    ResourceRule("no-open-ingress", "Nothing is open to a range wider than a /8 (0.0.0.0/0 however spelled) unless "
+                 "the stack opts in (network.allowInternet).", MANDATORY, open_ingress),
     ResourceRule("imdsv2-required", "Instance metadata needs a session token (IMDSv2 / hardened mode).", MANDATORY,
                  hardened_metadata),
     ResourceRule("encrypted-volumes", "Every node disk is encrypted.", MANDATORY, encrypted_volumes),
@@ -36,6 +38,8 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
                  spot_outside_deployment_set),
     ResourceRule("hcc-in-hpc-cluster", "Tencent HCC instances sit in an HPC cluster, others do not.", MANDATORY,
                  hcc_in_hpc_cluster),
+    ResourceRule("no-wildcard-bucket-access", "IAM, RAM and CAM documents grant storage actions on named buckets "
+                 "only, never on a wildcard.", MANDATORY, bucket_wildcards),
 )
 STACK_RULES: tuple[StackRule, ...] = (
     StackRule("fabric-self-both-ways", "The fabric's security group allows all traffic from and to itself.",
@@ -47,6 +51,8 @@ STACK_RULES: tuple[StackRule, ...] = (
               spot_has_checkpoint_bucket),
     StackRule("capacity-block-alone", "A Capacity Block has no placement group and no spot mix.", MANDATORY,
               capacity_block_alone),
+    StackRule("no-internet-by-parts", "Ingress ranges together admit no more of the internet than a /8 unless the "
+              "stack opts in.", MANDATORY, internet_by_parts),
 )
 
 

@@ -12,6 +12,9 @@ AWS_SG_EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
 AWS_SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
 AWS_BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
 AWS_BUCKET_SSE = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+AWS_ROLE = "aws:iam/role:Role"
+AWS_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+AWS_POLICY = "aws:iam/policy:Policy"
 
 ALI_INSTANCE = "alicloud:ecs/instance:Instance"
 ALI_LAUNCH_TEMPLATE = "alicloud:ecs/ecsLaunchTemplate:EcsLaunchTemplate"
@@ -23,6 +26,7 @@ ALI_SG = "alicloud:ecs/securityGroup:SecurityGroup"
 ALI_SG_RULE = "alicloud:ecs/securityGroupRule:SecurityGroupRule"
 ALI_BUCKET = "alicloud:oss/bucket:Bucket"
 ALI_BUCKET_SSE = "alicloud:oss/bucketServerSideEncryption:BucketServerSideEncryption"
+ALI_RAM_POLICY = "alicloud:ram/policy:Policy"
 
 TC_INSTANCE = "tencentcloud:Instance/instance:Instance"
 TC_SCALING_CONFIG = "tencentcloud:As/scalingConfig:ScalingConfig"
@@ -30,5 +34,6 @@ TC_SCALING_GROUP = "tencentcloud:As/scalingGroup:ScalingGroup"
 TC_HPC_CLUSTER = "tencentcloud:Cvm/hpcCluster:HpcCluster"
 TC_SG_RULES = "tencentcloud:Security/groupRuleSet:GroupRuleSet"
 TC_BUCKET = "tencentcloud:Cos/bucket:Bucket"
+TC_CAM_POLICY = "tencentcloud:Cam/policy:Policy"
 
 BUCKETS = (*AWS_BUCKETS, ALI_BUCKET, TC_BUCKET)

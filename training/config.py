@@ -243,7 +243,7 @@ class TrainConfig:
         values = dict(base)
         types = typing.get_type_hints(cls)
         for key, value in (overrides or {}).items():
-            name = _snake(key)
+            name = setting_name(key)
             if name not in types:
                 raise ConfigError(
                     f"Unknown training setting '{key}'. Known settings: {', '.join(sorted(types))} "
@@ -262,7 +262,8 @@ def _float_fields() -> tuple[dataclasses.Field, ...]:
     return tuple(f for f in dataclasses.fields(TrainConfig) if hints[f.name] is float)
 
 
-def _snake(key: str) -> str:
+def setting_name(key: str) -> str:
+    """The field a stack-file or command-line key names (camelCase, kebab-case or snake_case)."""
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower().replace("-", "_")
 
 

@@ -133,6 +133,17 @@ def test_hcc_instance_outside_an_hpc_cluster_and_the_reverse(stack_of):
     assert "hcc-in-hpc-cluster" in fired(tc) and "hcc-in-hpc-cluster" in fired(spot)
 
 
+def test_internet_by_parts_and_wildcard_buckets(stack_of):
+    """More in test_internet_exposure.py and test_bucket_access.py."""
+    tc = stack_of("tencent-hcc")
+    first(tc, t.TC_SG_RULES)["inputs"]["ingresses"] += [
+        {"protocol": "TCP", "port": "22", "cidrBlock": f"{n}.0.0.0/8", "action": "ACCEPT"} for n in (11, 12)]
+    aws = stack_of("aws-g4dn-dev")
+    policy = first(aws, t.AWS_ROLE_POLICY)["inputs"]
+    policy["policy"] = policy["policy"].replace("arn:aws:s3:::gpufleet-", "arn:aws:s3:::*-")
+    assert "no-internet-by-parts" in fired(tc) and "no-wildcard-bucket-access" in fired(aws)
+
+
 def test_every_rule_has_a_test_above():
     names = {rule.name for rule in (*RESOURCE_RULES, *STACK_RULES)}
     source = Path(__file__).read_text(encoding="utf-8")
