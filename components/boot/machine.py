@@ -28,6 +28,11 @@ STAGE = Path(__file__).with_name("stage.sh")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The kernel command line the machine sees instead of the host's (a VM's own; nothing that names a datasource).
 CMDLINE = "ro quiet\n"
+# Capabilities no process of the machine has (systemd's bounding set, and every command run() starts in it): load
+# kernel modules, set the clock, raw I/O, make device nodes, read or clear the kernel log, audit, MAC, accounting.
+DROPPED_CAPS = ("sys_module", "sys_time", "sys_rawio", "mknod", "syslog", "audit_control", "audit_read",
+                "mac_admin", "mac_override", "sys_pacct", "wake_alarm", "block_suspend")
+BOUNDING_SET = "--bounding-set=" + ",".join(f"-{cap}" for cap in DROPPED_CAPS)
 
 
 class MachineError(RuntimeError):
@@ -118,7 +123,8 @@ class Machine:
         master, slave = os.openpty()
         self._master = master
         env = {"PATH": SYSTEM_PATH, "BOOT_LOWER": str(cfg.lower), "BOOT_DIR": str(cfg.directory),
-               "BOOT_DMI": str(dmi), "BOOT_CMDLINE": str(cfg.directory / "cmdline"), "BOOT_GPUS": str(cfg.gpus)}
+               "BOOT_DMI": str(dmi), "BOOT_CMDLINE": str(cfg.directory / "cmdline"), "BOOT_GPUS": str(cfg.gpus),
+               "BOOT_BOUNDING_SET": BOUNDING_SET}
         join_cgroup = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
         cmd = ["sh", "-c", join_cgroup, str(self.cgroup), "ip", "netns", "exec", cfg.namespace,
                "unshare", "--pid", "--mount", "--uts", "--ipc", "--fork", "--kill-child", "--propagation", "private",
@@ -161,12 +167,23 @@ class Machine:
 
     def run(self, *argv: str, timeout: float = 60, input: str | None = None) -> subprocess.CompletedProcess:
         """Run a command inside the machine (all its namespaces, a clean environment); never raises on its status."""
-        cmd = ["nsenter", "-t", str(self.pid1), "-m", "-u", "-i", "-n", "-p", "--",
-               "/usr/bin/env", "-i", f"PATH={SYSTEM_PATH}", "LANG=C.UTF-8", *argv]
+        cmd = ["nsenter", "-t", str(self.pid1), "-m", "-u", "-i", "-n", "-p", "--", "/usr/bin/setpriv", BOUNDING_SET,
+               "--", "/usr/bin/env", "-i", f"PATH={SYSTEM_PATH}", "LANG=C.UTF-8", *argv]
         try:
             return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input)
         except subprocess.TimeoutExpired as expired:
             return subprocess.CompletedProcess(cmd, 124, expired.stdout or "", expired.stderr or "")
+
+    def wait_booted(self, timeout: float = 120) -> str:
+        """systemd's state once start-up is over ("running", "degraded"...); "" if it did not end in time. Until
+        systemd opens its socket, systemctl cannot ask, so ask again."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            state = self.run("systemctl", "is-system-running", "--wait", timeout=left).stdout.strip()
+            if state:
+                return state
+            time.sleep(0.2)
+        return ""
 
     def path(self, path: str) -> Path:
         """A path as the running machine sees it (through its PID 1's root)."""
@@ -181,9 +198,12 @@ class Machine:
             if self._pid1 is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(self._pid1, signal.SIGKILL)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            self._proc.wait(timeout=30)
+            try:  # unshare reaps PID 1 and exits; killed first, it would leave PID 1 to the host's init
+                self._proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self._proc.pid, signal.SIGKILL)
+                self._proc.wait(timeout=30)
         self._remove_cgroup()
         if self._reader is not None:
             self._reader.join(timeout=5)

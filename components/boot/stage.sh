@@ -5,7 +5,7 @@
 # except the network's, /sys with the cloud's DMI identity, a /dev of its own, the console on a pty), then pivots
 # into it and starts systemd with a bounding set that cannot reach the host kernel (modules, clock, raw I/O);
 # reboot(2) stays allowed: in a PID namespace it ends the machine, not the host.
-# Settings come from the environment: BOOT_LOWER BOOT_DIR BOOT_DMI BOOT_CMDLINE BOOT_GPUS.
+# Settings come from the environment: BOOT_LOWER BOOT_DIR BOOT_DMI BOOT_CMDLINE BOOT_GPUS BOOT_BOUNDING_SET.
 set -euo pipefail
 root=$BOOT_DIR/root
 mkdir -p "$BOOT_DIR/upper" "$BOOT_DIR/work" "$root" "$BOOT_DIR/sys"
@@ -32,7 +32,7 @@ for class in "$BOOT_DIR"/sys/class/*; do
 done
 umount -l "$BOOT_DIR/sys"
 mkdir -p "$root/sys/class/dmi/id"
-cp "$BOOT_DMI"/* "$root/sys/class/dmi/id/"
+cp -r "$BOOT_DMI/." "$root/sys/class/dmi/id/"
 mount -o remount,ro "$root/sys/class"
 mount -t cgroup2 -o nosuid,nodev,noexec cgroup2 "$root/sys/fs/cgroup"
 
@@ -55,6 +55,4 @@ mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs "$root/run"
 cd "$root"
 pivot_root . .
 umount -l .
-exec /usr/bin/env -i /usr/bin/setpriv \
-  --bounding-set=-sys_module,-sys_time,-sys_rawio,-mknod,-syslog,-audit_control,-audit_read,-mac_admin,-mac_override,-sys_pacct,-wake_alarm,-block_suspend \
-  -- /lib/systemd/systemd
+exec /usr/bin/env -i /usr/bin/setpriv "$BOOT_BOUNDING_SET" -- /lib/systemd/systemd
