@@ -75,13 +75,14 @@ class Boot:
     """One harness run for a plan: the head and `workers` workers, booted at once."""
 
     def __init__(self, plan: ClusterPlan, *, workers: int = 1, fake_gpu: bool | None = None,
-                 lifecycle: Mapping[str, str] | None = None, directory: Path | None = None,
-                 keep: bool = True) -> None:
+                 driver: str | None = None, lifecycle: Mapping[str, str] | None = None,
+                 directory: Path | None = None, keep: bool = True) -> None:
         if plan.cloud not in metadata.ADDRESSES:
             raise ValueError(f"the boot harness boots cloud nodes; {plan.cloud!r} has no cloud metadata to emulate")
         self.plan = plan
         self.roles = ("head", *("worker",) * workers)
         self.fake_gpu = gpu.enabled() if fake_gpu is None else fake_gpu
+        self.driver = driver  # the fake GPU stack's driver instead of the image's (e.g. the plan's pin)
         self.lifecycle = dict(lifecycle or {})
         self.tag = "gfb" + secrets.token_hex(2)
         self.directory = directory or rootfs.CACHE / "runs" / self.tag
@@ -120,7 +121,8 @@ class Boot:
         network.create(self.net, plan.network.mtu)
         gateway = self.net.gateway
 
-        certs = tls.issue(self.directory / "tls", store.endpoints(plan), gateway)
+        endpoints = (*store.endpoints(plan), *store.api_endpoints(plan))
+        certs = tls.issue(self.directory / "tls", endpoints, gateway)
         code = bundle.write_bundle(self.directory / "bucket")
         if code.stem.removesuffix(".tar") != plan.storage.code_sha256:
             raise RuntimeError("the plan's code_sha256 is not this checkout's bundle; render the plan again")
@@ -156,7 +158,7 @@ class Boot:
             if node.name in self.lifecycle:
                 metadata.set_lifecycle_state(self.state, node.instance.instance_id, self.lifecycle[node.name])
         self._service("metadata", [sys.executable, "-m", "components.boot.metadata", str(self.state)])
-        names = dict.fromkeys(store.endpoints(plan), gateway)
+        names = dict.fromkeys(endpoints, gateway)
         names |= {name: address for address, name in clouds.METADATA_NAMES.get(plan.cloud, ())}
         self._service("dnsmasq", vpc.dnsmasq_command(
             self.directory / "vpc", ipaddress.IPv4Network(plan.network.private.cidr), gateway,
@@ -176,8 +178,8 @@ class Boot:
         count = int(settings["GF_GPUS"])
         model = settings["GF_GPU_MODEL"]
         if image is rootfs.DLAMI:
-            return gpu.FakeGpu(count, model, DLAMI_DRIVER, DLAMI_CUDA)
-        return gpu.FakeGpu(count, model, settings["GF_DRIVER_VERSION"], settings["GF_CUDA_VERSION"])
+            return gpu.FakeGpu(count, model, self.driver or DLAMI_DRIVER, DLAMI_CUDA)
+        return gpu.FakeGpu(count, model, self.driver or settings["GF_DRIVER_VERSION"], settings["GF_CUDA_VERSION"])
 
     def _disk_files(self, node: BootNode, certs: tls.Certificates, lower: Path) -> dict[str, tuple[bytes, int]]:
         plan, gateway = self.plan, self.net.gateway

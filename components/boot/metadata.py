@@ -129,6 +129,15 @@ def tree(cloud: str, instance: Instance, state: Path) -> dict:
             "cam": {"security-credentials": creds}, "spot": {"termination-time": spot}, **macs}
 
 
+def dynamic_tree(instance: Instance) -> dict:
+    """/latest/dynamic/: the identity document (signatures are placeholders: nothing on the node checks them)."""
+    document = json.dumps({"instanceId": instance.instance_id, "instanceType": instance.instance_type,
+                           "region": instance.region, "availabilityZone": instance.zone,
+                           "privateIp": instance.private_ip, "imageId": instance.image_id,
+                           "accountId": "123456789012", "architecture": "x86_64", "version": "2017-09-30"})
+    return {"instance-identity": {"document": document, "signature": "unsigned", "pkcs7": "unsigned"}}
+
+
 def _resolve(node, parts: list[str]):
     for part in parts:
         if not isinstance(node, dict) or part not in node:
@@ -198,15 +207,12 @@ class Service:
         if kind == "user-data":
             data = base64.b64decode(instance.user_data_b64) if instance.user_data_b64 else b""
             return (200, data) if data else (404, b"")
-        if kind == "dynamic" and rest == ["instance-identity", "document"]:
-            return 200, json.dumps({"instanceId": instance.instance_id, "instanceType": instance.instance_type,
-                                    "region": instance.region, "availabilityZone": instance.zone,
-                                    "privateIp": instance.private_ip, "imageId": instance.image_id,
-                                    "accountId": "123456789012", "architecture": "x86_64",
-                                    "version": "2017-09-30"}).encode()
-        if kind != "meta-data":
+        if kind == "meta-data":
+            node = _resolve(tree(self.cloud, instance, self.state), rest)
+        elif kind == "dynamic":
+            node = _resolve(dynamic_tree(instance), rest)
+        else:
             return 404, b""
-        node = _resolve(tree(self.cloud, instance, self.state), rest)
         if isinstance(node, dict):
             body = _listing(node)
             return (200, body.encode()) if body else (404, b"")

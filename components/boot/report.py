@@ -3,7 +3,7 @@ and journal, the node scripts' failure record, and the seconds from power-on to 
 
 Phases, each the first moment it is true, in seconds since the machine was started:
   cloud-init   cloud-final.service finished (user-data's runcmd done)
-  bundle       the code bundle unpacked under /var/lib/gpufleet/code/<sha256> (gpufleet-node install)
+  bundle       the code bundle fetched (and then checked and unpacked: gpufleet-node install)
   gate         gpufleet-gate.service active (driver, fabric and health checks passed)
   rendezvous   torchrun's process group formed (the job's first line, printed by rank 0 after init)
   first-step   the job's first logged training step (metrics.jsonl on the rank-0 node)
@@ -86,11 +86,13 @@ def _first_step(node: BootNode) -> float | None:
 
 
 def _bundle(node: BootNode) -> float | None:
+    """When the download finished (the archive's mtime), once it was unpacked and checked (the code directory)."""
+    if not node.machine.path(f"/var/lib/gpufleet/code/{node.settings['GF_CODE_SHA256']}").is_dir():
+        return None
     try:
-        ctime = node.machine.path(f"/var/lib/gpufleet/code/{node.settings['GF_CODE_SHA256']}").stat().st_ctime
+        return node.machine.path("/var/lib/gpufleet/code/bundle.tar.gz").stat().st_mtime - node.machine.started_wall
     except OSError:
         return None
-    return ctime - node.machine.started_wall
 
 
 def collect(node: BootNode) -> NodeReport:

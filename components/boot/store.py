@@ -1,6 +1,7 @@
-"""The object store standing in for S3, OSS and COS: moto's S3 (the library behind `moto[server]`) over HTTPS on the
-bridge, reached by each cloud's own endpoint names (the node's /etc/hosts points them here, tls.py signs them), and
-holding what the realizer uploads: the code bundle (components.bundle) at the plan's code key.
+"""The object store standing in for S3, OSS and COS: moto (the library behind `moto[server]`) over HTTPS on the
+bridge, reached by each cloud's own endpoint names (the VPC's resolver points them here, tls.py signs them), and
+holding what the realizer uploads: the code bundle (components.bundle) at the plan's code key. On AWS the same
+server answers the EC2 and Auto Scaling calls a node makes.
 
 Run as `python -m components.boot.store ADDRESS CERT KEY CA SEED.json` in the bridge namespace: it listens on
 ADDRESS:443, creates each bucket of SEED and puts its objects through the S3 API, then prints "ready".
@@ -28,6 +29,14 @@ def endpoints(plan: ClusterPlan) -> tuple[str, ...]:
         return (internal, f"{bucket}.{internal}")
     regional = f"cos.{region}.myqcloud.com"
     return (regional, f"{bucket}.{regional}")
+
+
+def api_endpoints(plan: ClusterPlan) -> tuple[str, ...]:
+    """The cloud APIs a node calls with its role that moto also serves: on AWS, EC2 (gpufleet-report's tags,
+    gpufleet-discover's instance list) and Auto Scaling (set-instance-health). moto has no OSS/ECS/COS/CVM APIs."""
+    if plan.cloud != "aws":
+        return ()
+    return (f"ec2.{plan.region}.amazonaws.com", f"autoscaling.{plan.region}.amazonaws.com")
 
 
 def seed(plan: ClusterPlan, bundle: Path) -> dict:
