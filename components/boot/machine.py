@@ -185,8 +185,15 @@ class Machine:
             time.sleep(0.2)
         return ""
 
+    def read(self, path: str) -> bytes | None:
+        """A file's content as the machine sees it (its symlinks resolved inside it); None if it has none."""
+        cmd = ["nsenter", "-t", str(self.pid1), "-m", "--", "/usr/bin/cat", "--", path]
+        result = subprocess.run(cmd, capture_output=True, timeout=30)
+        return result.stdout if result.returncode == 0 else None
+
     def path(self, path: str) -> Path:
-        """A path as the running machine sees it (through its PID 1's root)."""
+        """A path as the running machine sees it (through its PID 1's root), for paths without absolute symlinks:
+        the host would resolve those against its own root."""
         return Path(f"/proc/{self.pid1}/root") / path.lstrip("/")
 
     def alive(self) -> bool:

@@ -13,6 +13,7 @@ systemd's timestamps are CLOCK_MONOTONIC, which the machine shares with the host
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 
 from components.boot.cluster import BootNode
@@ -21,6 +22,8 @@ UNITS = ("cloud-final.service", "gpufleet-gate.service", "gpufleet-train.service
          "gpufleet-ckpt-sync.service", "gpufleet-monitor.service", "gpufleet-discover.timer")
 PHASES = ("cloud-init", "bundle", "gate", "rendezvous", "first-step")
 RENDEZVOUS_MARK = " params, world "
+# A line that no retry can change: a tool the image does not have.
+FATAL_OUTPUT = ("command not found",)
 
 
 @dataclass
@@ -116,3 +119,26 @@ def collect(node: BootNode) -> NodeReport:
     return NodeReport(name=node.name, role=node.role, cloud_init=cloud_init, units=units,
                       failure=_read(node, "/run/gpufleet/failure"),
                       health=_read(node, "/var/lib/gpufleet/metrics/health.prom"), journal=journal, phases=phases)
+
+
+def outcome(node: BootNode) -> str | None:
+    """"training" once the job runs, "failed: WHY" once the boot cannot get there, None while it may."""
+    if node.machine.run("systemctl", "is-active", "gpufleet-train.service").stdout.strip() == "active":
+        return "training"
+    for unit in ("cloud-final.service", "gpufleet-gate.service"):
+        if node.machine.run("systemctl", "is-failed", unit).stdout.strip() == "failed":
+            why = _read(node, "/run/gpufleet/failure") or f"{unit} failed"
+            return f"failed: {why}"
+    for line in _read(node, "/var/log/cloud-init-output.log").splitlines():
+        if any(mark in line for mark in FATAL_OUTPUT):
+            return f"failed: {line.strip()}"
+    return None
+
+
+def wait_outcome(node: BootNode, timeout: float, poll_s: float = 2) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (result := outcome(node)) is not None:
+            return result
+        time.sleep(poll_s)
+    return f"undecided after {timeout:.0f} s"
