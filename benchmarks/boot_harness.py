@@ -34,7 +34,7 @@ from components.stackfile import CLUSTER_KEY  # noqa: E402
 from fleet.stacks import resolve, spec_and_plan  # noqa: E402
 
 STACKS = ("aws-g4dn-dev", "ali-spot", "tencent-spot")
-TINY_JOB = {"model": "tiny", "steps": 20, "seqLen": 128, "globalBatch": 16, "microBatch": 4, "checkpointEvery": 10,
+TINY_JOB = {"model": "tiny", "steps": 20, "seqLen": 128, "globalBatch": 24, "microBatch": 4, "checkpointEvery": 10,
             "logEvery": 1}
 
 

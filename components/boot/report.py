@@ -2,6 +2,7 @@
 and journal, the node scripts' failure record, and the seconds from power-on to each phase of the boot.
 
 Phases, each the first moment it is true, in seconds since the machine was started:
+  user-data    cloud-config.service finished (datasource read, write_files written; runcmd comes next)
   cloud-init   cloud-final.service finished (user-data's runcmd done)
   bundle       the code bundle fetched (and then checked and unpacked: gpufleet-node install)
   gate         gpufleet-gate.service active (driver, fabric and health checks passed)
@@ -18,9 +19,9 @@ from dataclasses import dataclass, field
 
 from components.boot.cluster import BootNode
 
-UNITS = ("cloud-final.service", "gpufleet-gate.service", "gpufleet-train.service", "gpufleet-spot.service",
-         "gpufleet-ckpt-sync.service", "gpufleet-monitor.service", "gpufleet-discover.timer")
-PHASES = ("cloud-init", "bundle", "gate", "rendezvous", "first-step")
+UNITS = ("cloud-config.service", "cloud-final.service", "gpufleet-gate.service", "gpufleet-train.service",
+         "gpufleet-spot.service", "gpufleet-ckpt-sync.service", "gpufleet-monitor.service", "gpufleet-discover.timer")
+PHASES = ("user-data", "cloud-init", "bundle", "gate", "rendezvous", "first-step")
 RENDEZVOUS_MARK = " params, world "
 # A line that no retry can change: a tool the image does not have.
 FATAL_OUTPUT = ("command not found",)
@@ -109,6 +110,7 @@ def collect(node: BootNode) -> NodeReport:
                                "-u", "gpufleet-*", timeout=30).stdout
     gate = units["gpufleet-gate.service"]
     phases = {
+        "user-data": _since_start(node, units["cloud-config.service"].get("ActiveEnterTimestampMonotonic")),
         "cloud-init": _since_start(node, units["cloud-final.service"].get("ActiveEnterTimestampMonotonic")),
         "bundle": _bundle(node),
         "gate": _since_start(node, gate.get("ActiveEnterTimestampMonotonic")) if gate.get("ActiveState") == "active"
