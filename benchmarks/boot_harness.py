@@ -8,14 +8,17 @@ cloud-init off. Prints one JSON object. Needs root.
 --driver pinned: the fake GPU stack reports the plan's pinned driver instead of the image's (the DLAMI's 580.x
 fails the gate today), so the phases after the gate can be measured. --job tiny: the stack's job as the local
 cluster's tiny model, so a CPU-only harness host reaches the first step in seconds instead of GPT-2's minutes.
-Both are labelled in the output; neither changes how the plan renders anything else.
+Both are labelled in the output; neither changes how the plan renders anything else. GF_BOOT_KEEP=1 keeps each
+run's directory (disks, service logs) under GF_BOOT_CACHE/runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import secrets
+import signal
 import subprocess
 import sys
 import tempfile
@@ -66,7 +69,7 @@ def stack_plan(name: str, job: dict | None, work: Path):
 def boot_stack(name: str, args, work: Path) -> dict:
     plan = stack_plan(name, TINY_JOB if args.job == "tiny" else None, work)
     driver = node_settings(plan.head.user_data)["GF_DRIVER_VERSION"] if args.driver == "pinned" else None
-    with Boot(plan, driver=driver, directory=work / name, keep=False) as boot:
+    with Boot(plan, driver=driver, keep=bool(os.environ.get("GF_BOOT_KEEP"))) as boot:
         outcomes = {node.name: report.wait_outcome(node, args.timeout) for node in boot.nodes}
         if set(outcomes.values()) == {"training"}:
             _wait_first_step(boot, args.timeout)
@@ -95,6 +98,7 @@ def main() -> None:
     parser.add_argument("--job", choices=("stack", "tiny"), default="stack")
     parser.add_argument("--timeout", type=float, default=900, help="seconds each node may take to its outcome")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind the boots (and their cleanup) on SIGTERM
     with tempfile.TemporaryDirectory(prefix="gpufleet-boot-bench-", dir=rootfs.CACHE) as tmp:
         work = Path(tmp)
         baseline = machine_boot_seconds(work / "baseline")

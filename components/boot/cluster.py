@@ -6,9 +6,10 @@ process and deletes the namespaces, also after a failure; the run's directory (m
 for the report until `keep` is false.
 
 What each machine's disk gets before its first boot besides the image is listed in `_disk_files`: the image's
-datasource setting, the harness's static network (cloud-init must not replace the address with DHCP), /etc/hosts
-for the store's and metadata's names, the run's CA in the system store, pip's mirror and, with GF_FAKE_GPU, the GPU
-stack (components.boot.gpu). None of it is in user-data, which stays as the plan renders it.
+datasource setting, the harness's static network (cloud-init must not replace the address), the VPC's resolver,
+the run's CA in the system store, pip's mirror and, with GF_FAKE_GPU, the GPU stack (components.boot.gpu). None of it
+is in user-data, which stays as the plan renders it. A killed run leaves nothing the next one does not sweep
+(components.boot.lifetime).
 """
 
 from __future__ import annotations
@@ -31,13 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from components import bundle
-from components.boot import clouds, gpu, metadata, network, pypi, rootfs, store, tls, vpc
-from components.boot.machine import Machine, MachineConfig
+from components.boot import clouds, gpu, lifetime, metadata, network, pypi, rootfs, store, tls, vpc
+from components.boot.machine import Machine, MachineConfig, cgroup_path
 from components.bootstrap import user_data_files
 from components.plan.model import ClusterPlan
 from components.realizers.encoding import gzip_base64
 
 REPO = Path(__file__).resolve().parents[2]
+RUNS = rootfs.CACHE / "runs"
 # The driver and CUDA of AWS's Deep Learning AMI (image: auto): its 2026 releases ship 580.x / 595.x drivers.
 DLAMI_DRIVER = "580.95.05"
 DLAMI_CUDA = "12.8"
@@ -85,7 +87,7 @@ class Boot:
         self.driver = driver  # the fake GPU stack's driver instead of the image's (e.g. the plan's pin)
         self.lifecycle = dict(lifecycle or {})
         self.tag = "gfb" + secrets.token_hex(2)
-        self.directory = directory or rootfs.CACHE / "runs" / self.tag
+        self.directory = directory or RUNS / self.tag
         self.keep = keep
         self.nodes: list[BootNode] = []
         self.net: network.BootNetwork | None = None
@@ -112,11 +114,15 @@ class Boot:
 
     def _start(self) -> None:
         plan = self.plan
+        lifetime.sweep(RUNS)
         self.directory.mkdir(parents=True, exist_ok=True)
         if not self.keep:
             self._stack.callback(shutil.rmtree, self.directory, True)
         self.net = network.plan_network(self.tag, plan, self.roles, self.directory,
                                         metadata.ADDRESSES[plan.cloud])
+        lay = self.net.layout
+        lifetime.record(self.directory, [lay.bridge_namespace, *(n.namespace for n in lay.nodes)],
+                        [cgroup_path(self._machine_name(n.name)) for n in lay.nodes], self.keep)
         self._stack.callback(network.delete, self.net)
         network.create(self.net, plan.network.mtu)
         gateway = self.net.gateway
@@ -167,12 +173,15 @@ class Boot:
 
         for node, lay_node in zip(self.nodes, self.net.layout.nodes, strict=True):
             files = self._disk_files(node, certs, lower)
-            config = MachineConfig(name=f"{self.tag}-{node.name}", namespace=lay_node.namespace, lower=lower,
+            config = MachineConfig(name=self._machine_name(node.name), namespace=lay_node.namespace, lower=lower,
                                    directory=self.directory / "machines" / node.name, dmi=clouds.dmi(plan.cloud,
                                                                                                      node.instance),
                                    files=files, links=gpu.links() if node.fake_gpu else {},
                                    gpus=node.fake_gpu.count if node.fake_gpu else 0)
             node.machine = self._stack.enter_context(Machine(config))
+
+    def _machine_name(self, node: str) -> str:
+        return f"{self.tag}-{node}"
 
     def _fake_gpu(self, settings: Mapping[str, str], image: rootfs.Image) -> gpu.FakeGpu:
         count = int(settings["GF_GPUS"])
@@ -205,7 +214,8 @@ class Boot:
         """A process in the bridge namespace for the whole run; waits for its "ready" line when it prints one."""
         log = self.directory / f"{name}.log"
         proc = subprocess.Popen(["ip", "netns", "exec", self.net.namespace, *cmd], cwd=REPO, text=True,
-                                stdout=subprocess.PIPE, stderr=open(log, "w"), start_new_session=True)  # noqa: SIM115
+                                stdout=subprocess.PIPE, stderr=open(log, "w"), start_new_session=True,  # noqa: SIM115
+                                preexec_fn=lifetime.die_with_parent)
         self._stack.callback(_end, proc)
         if ready is None:
             return

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from components.boot import lifetime
+
 STAGE = Path(__file__).with_name("stage.sh")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The kernel command line the machine sees instead of the host's (a VM's own; nothing that names a datasource).
@@ -65,12 +67,16 @@ class MachineConfig:
     gpus: int = 0
 
 
+def cgroup_path(name: str) -> Path:
+    return cgroup2_root() / "gpufleet-boot" / name
+
+
 class Machine:
     """A running machine; enter to boot it, leave to end it (always, also after a failure)."""
 
     def __init__(self, config: MachineConfig) -> None:
         self.config = config
-        self.cgroup = cgroup2_root() / "gpufleet-boot" / config.name
+        self.cgroup = cgroup_path(config.name)
         self.console = config.directory / "console.log"
         self.started = 0.0  # time.monotonic() at power-on: the clock of systemd's and the journal's timestamps
         self.started_wall = 0.0  # time.time() at power-on: the clock of file times
@@ -133,7 +139,8 @@ class Machine:
                "unshare", "--pid", "--mount", "--uts", "--ipc", "--fork", "--kill-child", "--propagation", "private",
                "bash", str(STAGE)]
         self.started, self.started_wall = time.monotonic(), time.time()
-        self._proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+        self._proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True,
+                                      preexec_fn=lifetime.die_with_parent)
         os.close(slave)
         self._reader = threading.Thread(target=self._copy_console, daemon=True)
         self._reader.start()
@@ -179,11 +186,12 @@ class Machine:
 
     def wait_booted(self, timeout: float = 120) -> str:
         """systemd's state once start-up is over ("running", "degraded"...); "" if it did not end in time. Until
-        systemd opens its socket, systemctl cannot ask, so ask again."""
+        systemd has made /run/systemd/system and opened its socket, systemctl answers "offline" or nothing: ask
+        again."""
         deadline = time.monotonic() + timeout
         while (left := deadline - time.monotonic()) > 0:
             state = self.run("systemctl", "is-system-running", "--wait", timeout=left).stdout.strip()
-            if state:
+            if state not in ("", "offline"):
                 return state
             time.sleep(0.2)
         return ""
@@ -226,12 +234,8 @@ class Machine:
     def _remove_cgroup(self, timeout: float = 10) -> None:
         deadline = time.monotonic() + timeout
         while self.cgroup.exists():
-            for directory in sorted(self.cgroup.rglob("*/"), key=lambda p: len(p.parts), reverse=True):
-                with contextlib.suppress(OSError):
-                    directory.rmdir()
-            with contextlib.suppress(OSError):
-                self.cgroup.rmdir()
-            if time.monotonic() > deadline:
+            lifetime.remove_cgroup(self.cgroup)
+            if self.cgroup.exists() and time.monotonic() > deadline:
                 raise MachineError(f"cgroup {self.cgroup} still has processes after the machine ended")
             time.sleep(0.1)
         with contextlib.suppress(OSError):  # the shared parent, once no machine uses it

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from components.boot import report
+from components.boot import report, store
 from components.boot.cluster import Boot
 from components.bootstrap import user_data_files
 from components.realizers.encoding import gzip_base64
@@ -76,6 +76,17 @@ def test_each_node_recognised_its_cloud_and_used_its_metadata_tokens(booted):
         assert any('"PUT /latest/api/token' in r and " 200 " in r for r in requests), requests[:5]
         assert any("/user-data HTTP" in r and " 200 " in r for r in requests)
         assert not [r for r in requests if " 401 " in r or " 403 " in r], "a request without the token"
+
+
+def test_the_vpc_resolves_the_clouds_own_endpoint_names(booted):
+    _, plan, boot, _ = booted
+    store_name = store.endpoints(plan)[0]
+    for node in boot.nodes:
+        assert node.machine.run("getent", "hosts", store_name).stdout.split()[0] == boot.net.gateway
+        assert node.machine.run("getent", "hosts", "pypi.org").returncode != 0  # no route out: nothing else resolves
+    if plan.cloud == "tencentcloud":
+        assert boot.nodes[0].machine.run("getent", "hosts", "metadata.tencentyun.com").stdout.split()[0] == \
+            "169.254.0.23"
 
 
 def test_aws_nodes_fetch_the_bundle_from_the_store_with_their_role(booted):
