@@ -90,11 +90,12 @@ def _first_step(node: BootNode) -> float | None:
 
 
 def _bundle(node: BootNode) -> float | None:
-    """When the download finished (the archive's mtime), once it was unpacked and checked (the code directory)."""
+    """When the download finished, once it was checked and unpacked (the code directory exists): the archive's
+    ctime, as the aws CLI sets its mtime to the object's LastModified."""
     if not node.machine.path(f"/var/lib/gpufleet/code/{node.settings['GF_CODE_SHA256']}").is_dir():
         return None
     try:
-        return node.machine.path("/var/lib/gpufleet/code/bundle.tar.gz").stat().st_mtime - node.machine.started_wall
+        return node.machine.path("/var/lib/gpufleet/code/bundle.tar.gz").stat().st_ctime - node.machine.started_wall
     except OSError:
         return None
 
