@@ -1,10 +1,11 @@
 """The whole path after the gate, booted for real on AWS: aws-g4dn-dev with spot workers and the local cluster's
 tiny job, the fake GPU reporting the plan's pinned driver (the DLAMI's own fails the gate today, test_boot.py). Both
 nodes pass the gate, torchrun forms the job across the two machines, and a spot notice on the emulated IMDS makes
-the worker checkpoint, push the checkpoint to the store and leave."""
+the worker checkpoint, push the checkpoint to the store and leave (the last too late: a strict xfail)."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -66,7 +67,8 @@ def test_a_spot_notice_checkpoints_pushes_and_leaves(training):
     boot.spot_notice("worker-1", warning_s=120)
 
     def left() -> bool:
-        return worker.machine.run("systemctl", "is-active", "gpufleet-train.service").stdout.strip() == "inactive"
+        state = worker.machine.run("systemctl", "is-active", "gpufleet-train.service").stdout.strip()
+        return state in ("inactive", "failed")  # failed: systemd had to kill torchrun (see the next test)
 
     assert wait(left, 240), worker.machine.run("journalctl", "-u", "gpufleet-spot", "--no-pager").stdout[-3000:]
     spot = worker.machine.run("journalctl", "-u", "gpufleet-spot.service", "--no-pager").stdout
@@ -76,3 +78,21 @@ def test_a_spot_notice_checkpoints_pushes_and_leaves(training):
     # The checkpoint reached the bucket: listed from the head, with the head's own role.
     listing = boot.node("head").machine.run("aws", "s3", "ls", "--recursive", f"{plan.storage.checkpoint_uri}/")
     assert listing.returncode == 0 and listing.stdout.strip(), listing.stderr
+
+
+@pytest.mark.xfail(strict=True, reason="the spot node's torchrun does not exit once its ranks stopped (its agent "
+                                       "waits for the others); `systemctl stop gpufleet-train` waits out "
+                                       "TimeoutStopSec=120 and kills it, so the node leaves after AWS's 2 minutes")
+def test_the_spot_node_leaves_within_the_two_minutes_aws_gives(training):
+    _, boot, _ = training
+    worker = boot.node("worker-1")
+    entries = worker.machine.run("journalctl", "-u", "gpufleet-spot.service", "-o", "json", "--no-pager").stdout
+    times = {}
+    for line in entries.splitlines():
+        entry = json.loads(line)
+        for mark in ("interruption notice", "left the job"):
+            if mark in str(entry.get("MESSAGE", "")):
+                times.setdefault(mark, int(entry["__MONOTONIC_TIMESTAMP"]) / 1e6)
+    if "interruption notice" not in times:
+        pytest.skip("no spot notice was given (test_a_spot_notice_checkpoints_pushes_and_leaves did not run)")
+    assert "left the job" in times and times["left the job"] - times["interruption notice"] < 120, times
