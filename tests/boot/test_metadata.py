@@ -121,3 +121,11 @@ def test_tencent_plain_gets_cam_role_and_spot(serve, tmp_path):
 def test_unknown_address_gets_nothing(serve):
     request = serve("tencentcloud", replace(BASE, private_ip="10.9.9.9", tokens_required=False))
     assert request("GET", "/latest/meta-data/instance-id")[0] == 404
+
+
+def test_aws_identity_document_under_its_directory(serve):
+    request = serve("aws")
+    auth = {"X-aws-ec2-metadata-token": token(request, "X-aws-ec2-metadata-token")}
+    assert set(request("GET", "/latest/dynamic/instance-identity/", auth)[1].decode().split("\n")) >= {"document"}
+    document = json.loads(request("GET", "/2021-03-23/dynamic/instance-identity/document", auth)[1])
+    assert document["instanceId"] == "i-0abc" and document["region"] == "eu-west-1"
