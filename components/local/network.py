@@ -4,20 +4,8 @@ deletes every link with them."""
 
 from __future__ import annotations
 
-import os
-import shutil
-
 from components.local.errors import sh
 from components.local.layout import Layout, Node
-
-
-def namespaces_available() -> str | None:
-    """None when this process can make network namespaces, else why not (the loopback fallback says so)."""
-    if os.geteuid() != 0:
-        return "not running as root"
-    if not shutil.which("ip"):
-        return "iproute2 (`ip`) is not installed"
-    return None
 
 
 def existing() -> set[str]:

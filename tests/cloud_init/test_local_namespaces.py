@@ -34,8 +34,8 @@ def sh(*cmd: str) -> None:
 @pytest.fixture
 def namespaces():
     """A bridge namespace and two node namespaces, each node with eth0 on the bridge; removed afterwards."""
-    if os.geteuid() != 0 or subprocess.run(["ip", "netns", "list"], check=False).returncode != 0:
-        pytest.skip("needs root and iproute2 for network namespaces")
+    if os.geteuid() != 0:
+        pytest.skip("needs root for network namespaces (scripts/setup installs iproute2)")
     tag = f"gft{os.getpid() % 100000}"
     bridge, nodes = f"{tag}br", [f"{tag}n0", f"{tag}n1"]
     for ns in [bridge, *nodes]:
