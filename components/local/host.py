@@ -8,7 +8,7 @@ import os
 import shutil
 from dataclasses import dataclass
 
-NAMESPACE_TOOLS = {"ip": "iproute2", "nft": "nftables"}
+NAMESPACE_TOOLS = {"ip": "iproute2", "nft": "nftables", "nsenter": "util-linux"}
 NODE_TOOLS = {"curl": "curl", "pgrep": "procps", "pkill": "procps"}  # metadata and spot watcher; process control
 
 

@@ -23,7 +23,7 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def _in(namespace: str | None, cmd: list[str]) -> list[str]:
-    return ["ip", "netns", "exec", namespace, *cmd] if namespace else cmd
+    return network.inside(namespace, *cmd) if namespace else cmd
 
 
 def start_node(node: Node, entry: Path, namespaced: bool) -> subprocess.Popen:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.local import cloudconfig, firewall, host, layout
+from components.local import cloudconfig, firewall, host, layout, network
 from components.plan.model import FirewallRule
 from fleet.stacks import resolve, spec_and_plan
 
@@ -250,7 +250,7 @@ def test_default_run_trains_across_two_namespaces_and_down_removes_everything(cl
     assert summary["checkpoints"] == [20, 40] and summary["final_loss"] < 5.5 and summary["tokens_per_s"] > 0
     assert summary["seconds_to_first_step"] < 60 and summary["segments"] == [[1, 40]]
     head = c.lay.nodes[0]
-    rules = subprocess.run(["ip", "netns", "exec", head.namespace, "nft", "list", "ruleset"], capture_output=True,
+    rules = subprocess.run(network.inside(head.namespace, "nft", "list", "ruleset"), capture_output=True,
                            text=True).stdout
     assert "policy drop" in rules and "10.77.0.10" in rules
     status = json.loads(fleet("status", "--stack-file", str(c.path), "--json").stdout)
