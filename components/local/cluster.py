@@ -326,6 +326,7 @@ def down(plan: ClusterPlan, keep_bucket: bool = False) -> list[str]:
 
 
 def _remove_files(directory: Path, kept: set[Path]) -> None:
+    """Everything under directory but what is kept, and the directory itself when nothing is."""
     for path in directory.iterdir():
         if path in kept:
             continue
