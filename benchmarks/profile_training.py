@@ -108,6 +108,7 @@ def run_variant(name: str, model_name: str, micro_batch: int, steps: int, trace_
     import torch
     from torch.profiler import ProfilerActivity, profile
 
+    from training.batching import StepSplit
     from training.config import TrainConfig
     from training.metrics import mfu, peak_tflops
     from training.model import GPT, select_attention_backend
@@ -173,7 +174,7 @@ def run_variant(name: str, model_name: str, micro_batch: int, steps: int, trace_
     sync()
     optimizer_ms = (time.perf_counter() - started) * 1e3
 
-    accum = cfg.accum_steps(1)
+    accum = StepSplit(cfg.global_batch, 1, cfg.micro_batch).micro_steps
     full_steps = 2
     started = time.perf_counter()
     for _ in range(full_steps):

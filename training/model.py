@@ -21,9 +21,10 @@ from training.config import ModelSize, TrainConfig
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, size: ModelSize, bias: bool) -> None:
+    def __init__(self, size: ModelSize, bias: bool, dropout: float = 0.0) -> None:
         super().__init__()
         self.n_head = size.n_head
+        self.dropout = dropout
         self.qkv = nn.Linear(size.n_embd, 3 * size.n_embd, bias=bias)
         self.proj = nn.Linear(size.n_embd, size.n_embd, bias=bias)
         self.proj.residual_out = True
@@ -31,7 +32,7 @@ class CausalSelfAttention(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         batch, seq, width = x.shape
         q, k, v = self.qkv(x).view(batch, seq, 3, self.n_head, width // self.n_head).permute(2, 0, 3, 1, 4)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
         return self.proj(y.transpose(1, 2).reshape(batch, seq, width))
 
 
@@ -52,17 +53,23 @@ class MLP(nn.Module):
         return self.down(F.gelu(self.up(x), approximate="tanh"))
 
 
+def _dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """F.dropout where it is on (a setting, so torch.compile sees no dropout at all when it is 0)."""
+    return F.dropout(x, p, training) if p else x
+
+
 class Block(nn.Module):
-    def __init__(self, size: ModelSize, bias: bool, fused_mlp: bool = False) -> None:
+    def __init__(self, size: ModelSize, bias: bool, fused_mlp: bool = False, dropout: float = 0.0) -> None:
         super().__init__()
+        self.dropout = dropout
         self.ln1 = nn.LayerNorm(size.n_embd, bias=bias)
-        self.attn = CausalSelfAttention(size, bias)
+        self.attn = CausalSelfAttention(size, bias, dropout)
         self.ln2 = nn.LayerNorm(size.n_embd, bias=bias)
         self.mlp = MLP(size, bias, fused_mlp)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x))
-        return x + self.mlp(self.ln2(x))
+        x = x + _dropout(self.attn(self.ln1(x)), self.dropout, self.training)
+        return x + _dropout(self.mlp(self.ln2(x)), self.dropout, self.training)
 
 
 class GPT(nn.Module):
@@ -76,12 +83,14 @@ class GPT(nn.Module):
         fused_mlp: bool = False,
         fp8_head: bool = False,
         bias: bool = False,
+        dropout: float = 0.0,
     ) -> None:
         """``residual_dtype``: cast the embeddings to it so the residual stream stays in it (None keeps the
         embedding's fp32); ``fused_loss``: on CUDA, compute the output layer and loss with the fused kernel;
         ``fused_mlp``: on CUDA, run the MLPs with GELU inside their matmuls (bf16 only); ``fp8_head``: with the
         fused loss, run the output layer's matmuls in FP8; ``bias``: biases in the linear layers and LayerNorms, as
-        GPT-2 had (nanoGPT trains without them, and so do we by default)."""
+        GPT-2 had (nanoGPT trains without them, and so do we by default); ``dropout``: on the attention weights, the
+        embeddings and the residual branches."""
         super().__init__()
         self.size = size
         self.seq_len = seq_len
@@ -90,9 +99,10 @@ class GPT(nn.Module):
         self.fused_loss = fused_loss
         self.fused_mlp = fused_mlp
         self.fp8_head = fp8_head
+        self.dropout = dropout
         self.wte = nn.Embedding(size.vocab_size, size.n_embd)
         self.wpe = nn.Embedding(seq_len, size.n_embd)
-        self.blocks = nn.ModuleList(Block(size, bias, fused_mlp) for _ in range(size.n_layer))
+        self.blocks = nn.ModuleList(Block(size, bias, fused_mlp, dropout) for _ in range(size.n_layer))
         self.ln_f = nn.LayerNorm(size.n_embd, bias=bias)
         self.head = nn.Linear(size.n_embd, size.vocab_size, bias=False)
         self.head.weight = self.wte.weight
@@ -113,6 +123,7 @@ class GPT(nn.Module):
             fused_mlp=cfg.fused_mlp and cuda and half,
             fp8_head=cfg.fp8_head and cfg.fused_loss and cuda and half and torch.cuda.get_device_capability() >= (8, 9),
             bias=cfg.bias,
+            dropout=cfg.dropout,
         )
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -129,7 +140,7 @@ class GPT(nn.Module):
     def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """Mean next-token cross-entropy of ``targets`` given ``idx`` (both [batch, seq])."""
         positions = torch.arange(idx.shape[1], device=idx.device)
-        x = self.wte(idx) + self.wpe(positions)
+        x = _dropout(self.wte(idx) + self.wpe(positions), self.dropout, self.training)
         if self.residual_dtype is not None:
             x = x.to(self.residual_dtype)
         for block in self.blocks:

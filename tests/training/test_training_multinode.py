@@ -1,4 +1,4 @@
-"""Checkpoints without shared storage: two torchrun "nodes" on this machine, each with its own checkpoint directory.
+"""Checkpoints without shared storage: two "nodes" on this machine, each with its own checkpoint directory.
 
 Every node must hold every checkpoint, and a resume must start from the newest one any node holds, even where the
 node that holds rank 0 lost it or a node joins with an empty disk.
