@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 GIB = 1 << 30
-KERNELS_OFF = "--fused-loss false --fused-mlp false --fp8-head false"
+KERNELS_OFF = "--kernels off"
 
 
 def _bench(steps: int, warmup: int, micro_batch: int, extra: str) -> dict:

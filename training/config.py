@@ -138,23 +138,12 @@ class TrainConfig:
         "as llm.c does; 5% faster on an H200) or 'fp32' (nanoGPT's choice: fp32 embeddings and sums).",
         default="auto",
     )
-    fused_loss: bool = _doc(
-        "On CUDA, run the output layer and cross-entropy as one step whose kernel writes the loss gradient over "
-        "the logits in place (less memory traffic and memory); false uses F.cross_entropy. Ignored on CPU.",
-        default=True,
-    )
-    fp8_head: bool = _doc(
-        "With the fused loss, on GPUs with FP8 tensor cores (compute capability 8.9 or later: L4, L40S, H100, H200), "
-        "run the output layer's three matmuls in FP8 (e4m3 inputs scaled by their maximum, the loss gradient in e5m2; "
-        "8% faster on an H200, same loss curve); false keeps every matmul in bf16. Ignored on CPU, in fp32 and on "
-        "older GPUs.",
-        default=True,
-    )
-    fused_mlp: bool = _doc(
-        "On CUDA in bf16, apply each MLP's GELU (and bias) inside the up-projection's matmul and GELU's derivative "
-        "inside the backward matmul (cuBLASLt epilogues) instead of in separate kernels; false uses PyTorch's ops. "
-        "Ignored on CPU and in fp32.",
-        default=True,
+    kernels: str = _doc(
+        "The job's fused GPU kernels (training/kernels: the MLP with GELU inside its cuBLASLt matmuls, the output "
+        "layer and loss as one Triton step, its matmuls in FP8 on GPUs with FP8 tensor cores): 'auto' uses each that "
+        "passes its start-up self-test on this GPU in bf16 (a warning names any that does not: PyTorch's ops run "
+        "instead), 'off' runs PyTorch's ops and leaves them out of the nodes' code bundle.",
+        default="auto",
     )
     device: str = _doc("'auto' (CUDA if available, else CPU), 'cuda' or 'cpu'.", default="auto")
     bucket_cap_mb: int = _doc("DDP gradient bucket size in MiB.", default=100)
@@ -237,6 +226,7 @@ class TrainConfig:
             ("compile_mode", ("default", "max-autotune-no-cudagraphs")),
             ("sdpa_backend", ("auto", "flash", "cudnn", "efficient")),
             ("residual_stream", ("auto", "fp32")),
+            ("kernels", ("auto", "off")),
         ):
             if getattr(self, name) not in allowed:
                 raise ConfigError(

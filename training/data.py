@@ -25,6 +25,8 @@ from training.config import ConfigError, TrainConfig
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 HELD_OUT_BASE = 1 << 63
 """Synthetic sequences from here on are the held-out set; training indices stay far below."""
+EVAL_ROWS_DIVISOR = 4
+"""Validation micro-batches are the training micro-batch over this (ShardedBatches.held_out says why)."""
 LLMC_HEADER_INT32S = 256
 """llm.c's token shards (karpathy/llm.c dev/data/data_common.py) start with 256 int32s: magic, version, token count."""
 LLMC_FORMATS = {(20240520, 1): np.uint16, (20240801, 7): np.uint32}
@@ -248,14 +250,20 @@ class ShardedBatches:
 
     def held_out(self) -> list[MicroBatch]:
         """This rank's part of the held-out set (every world_size-th sequence from its rank on), in micro-batches
-        weighted by their share of the set, so the sum over ranks is the set's mean loss."""
+        weighted by their share of the set, so the sum over ranks is the set's mean loss.
+
+        They are a quarter of the training micro-batch: validation runs the model as is, not compiled, and without
+        the compiler's fusions PyTorch's loss keeps about 10 bytes per logit (the logits and their fp32 softmax),
+        a little more per row than a compiled training micro-step keeps in all; at a quarter the rows it stays well
+        inside the memory the training micro-batch was picked to fit."""
         count = self.source.held_out
         indices = np.arange(self.rank, count, self.split.world_size, dtype=np.int64)
         if not len(indices):
             return []
         tokens = _to_device(torch.from_numpy(self.source.held_out_sequences(indices)), self.device)
+        rows = max(1, self.split.micro_batch // EVAL_ROWS_DIVISOR)
         return [MicroBatch(part[:, :-1].contiguous(), part[:, 1:].contiguous(), len(part) / count, False)
-                for part in tokens.split(self.split.micro_batch)]
+                for part in tokens.split(rows)]
 
     def close(self) -> None:
         if self._log is not None:

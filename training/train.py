@@ -42,7 +42,7 @@ from training.config import ConfigError, TrainConfig, parse_args
 from training.data import MicroBatch, ShardedBatches, TokenFileError, open_source
 from training.distributed import Dist, setup
 from training.metrics import MetricsWriter, mfu, peak_tflops
-from training.model import GPT, select_attention_backend
+from training.model import GPT, Fused, select_attention_backend
 from training.preflight import UnreachablePeers
 from training.schedule import learning_rate
 
@@ -169,6 +169,23 @@ def _pick_micro_batch(cfg: TrainConfig, d: Dist, available: int | None, footprin
     return fitting
 
 
+def _kernels(cfg: TrainConfig, d: Dist, half: bool) -> Fused:
+    """The fused kernels every rank passed the self-test of (``training.kernels``; none with kernels 'off')."""
+    if cfg.kernels == "off":
+        return Fused()
+    try:
+        from training.kernels import select
+    except ImportError as error:  # a code bundle without them: the job still starts
+        select = None
+        fused, warnings = Fused(), [f"warning: the job's kernels are off: {error}; PyTorch's ops run instead"]
+    if select is not None:
+        fused, warnings = select(d.device, half, cfg.bias)
+    for warning in warnings:
+        print(f"rank {d.rank}: {warning}", file=sys.stderr)
+    missing = d.any_true(fused.mlp is None, fused.head_loss is None, not fused.fp8_head)
+    return fused.keep(*(not gone for gone in missing))
+
+
 def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
     cuda = d.device.type == "cuda"
     half = cfg.dtype == "bf16" or (cfg.dtype == "auto" and cuda)
@@ -181,14 +198,10 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
     torch.manual_seed(cfg.seed)
     select_attention_backend(cfg.sdpa_backend)
 
-    model = GPT.from_config(cfg, half, cuda).to(d.device)
+    model = GPT.from_config(cfg, half, _kernels(cfg, d, half)).to(d.device)
     if cfg.dtype == "fp64":
         model = model.double()
     torch.manual_seed(cfg.seed + d.rank)  # every rank its own dropout masks (a resume restores each rank's stream)
-    if model.fused_mlp:
-        from training.fused_mlp import check_available
-
-        check_available(d.device, cfg.bias)
     params = list(model.parameters())
     optimizer = torch.optim.AdamW(
         model.param_groups(cfg.weight_decay), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=cuda
@@ -247,7 +260,7 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
             f"model {cfg.model}: {model.num_params() / 1e6:.1f}M params, world {d.world_size}, "
             f"micro_batch {micro_batch} ({split.micro_steps} micro-steps, shares of {split.share(0)} sequences or "
             f"fewer) = global_batch {cfg.global_batch}, device {d.device}, compile {use_compile}, bf16 {half}, "
-            f"fp8 output layer {model.fp8_head}{memory_line}",
+            f"kernels {', '.join(model.fused.names()) or 'none'}{memory_line}",
             file=sys.stderr,
         )
 
@@ -378,7 +391,8 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
         "model": cfg.model,
         "n_params": model.num_params(),
         "device": torch.cuda.get_device_name(d.device) if cuda else "cpu",
-        "fp8_output_layer": model.fp8_head,
+        "kernels": model.fused.names(),
+        "fp8_output_layer": model.fused.fp8_head,
         "memory_estimate_bytes": estimate,
         "memory_peak_bytes": torch.cuda.max_memory_allocated(d.device) if cuda else None,
         "compiled_graphs": torch._dynamo.utils.counters["stats"]["unique_graphs"] if use_compile else 0,

@@ -54,7 +54,7 @@ def local_node(tmp_path, node_root):
     (fake_bin / "torchrun").write_text(FAKE_TORCHRUN)
     (fake_bin / "torchrun").chmod(0o755)
     (test / "worker.py").write_text(WORKER)
-    code_uri = f"file://{write_bundle(tmp_path / 'bucket/code')}"
+    code_uri = f"file://{write_bundle(tmp_path / 'bucket/code', bundle_sha256())}"
 
     def install(installed=True, **changes):
         base = {

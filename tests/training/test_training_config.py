@@ -27,9 +27,9 @@ def test_overrides_accept_camel_and_snake_case():
 
 @pytest.mark.parametrize("value", [3, "maybe", 0.5, [True]])
 def test_a_flag_takes_only_true_or_false(value):
-    with pytest.raises(ConfigError, match=r"'fused_mlp' expects bool"):
-        TrainConfig.from_overrides({"fusedMlp": value})
-    assert TrainConfig.from_overrides({"fusedMlp": 0}).fused_mlp is False
+    with pytest.raises(ConfigError, match=r"'activation_checkpointing' expects bool"):
+        TrainConfig.from_overrides({"activationCheckpointing": value})
+    assert TrainConfig.from_overrides({"activationCheckpointing": 0}).activation_checkpointing is False
 
 
 def test_unknown_override_key_is_named():
@@ -44,6 +44,7 @@ def test_unknown_override_key_is_named():
         (["--micro-batch", "-1"], ["micro_batch", "at least 0"]),
         (["--dropout", "1"], ["dropout", "below 1"]),
         (["--data-dtype", "int8"], ["data_dtype", "uint16, uint32"]),
+        (["--kernels", "on"], ["kernels", "auto, off"]),
         (["--model", "gpt5"], ["model", "gpt2-medium"]),
         (["--micro-batch", "lots"], ["micro_batch"]),
         (["--memory-limit-gb", "0.0001"], ["parameters, gradients and AdamW state alone", "model", "seq_len"]),

@@ -58,6 +58,14 @@ def start(args: list[str]) -> subprocess.Popen:
     )
 
 
+def run_process(args: list[str], expect: int = 0) -> subprocess.CompletedProcess:
+    """The job in a process of its own, to the end (on a GPU: a process forked after CUDA was touched cannot use
+    it, so train() is for the CPU)."""
+    result = subprocess.run(command(args), cwd=REPO, env=_env(), capture_output=True, text=True, timeout=900)
+    assert result.returncode == expect, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
 def train(args: list[str], nproc: int = 1, expect: int = 0, logs: Path | None = None) -> subprocess.CompletedProcess:
     """Run the job's ``main`` on ``nproc`` forked ranks (see start_ranks); every rank must exit with ``expect``.
     Rank 0's exit code and output."""
