@@ -6,13 +6,16 @@ manifest written last) and renamed into place, so a reader sees either nothing
 or a complete checkpoint. Several writers may share one directory (one per
 node on a shared filesystem): the first complete copy of a step wins and the
 others are discarded.
-Loading walks checkpoints newest first and skips any whose manifest is missing
-or whose files do not match it (a spot node killed mid-write, a truncated
-copy), with a warning.
+A resume (``training.resume``) walks checkpoints newest first and skips any whose
+manifest is missing or whose files do not match it (a spot node killed mid-write,
+a truncated copy), with a warning.
 
 A checkpoint holds only tensors and plain Python values, and is read with ``torch.load(weights_only=True)``: a file
-that someone else wrote into the bucket can carry wrong weights, but never code that the job would run (README,
-"Checkpoints and trust").
+that someone else wrote into the bucket can carry wrong weights, but never code that the job would run. And each
+node records the digest of every checkpoint it wrote from its own state in a ledger beside the checkpoint directory
+(never synced with the bucket); a resume trusts a checkpoint only where the nodes' ledgers vouch for its digest
+(``training.resume``), so one node, or anyone else who can write to the bucket, cannot make the others resume from
+weights of its making (README, "Checkpoints and trust").
 
 Saving is split so that a stop fits torchrun's 30 s window between SIGTERM and SIGKILL and a periodic save barely
 pauses training: ``snapshot`` copies the state to host memory (the only part the loop waits for), and ``Writer``
@@ -138,19 +141,29 @@ def _renamed(tmp: Path, final: Path) -> bool:
     return True
 
 
-def _publish(tmp: Path, final: Path) -> None:
-    """Move ``tmp`` to ``final``; where another writer's complete copy is already there, keep it and drop ours.
+def _digest_of(path: Path) -> str | None:
+    """The state file's digest that the manifest at ``path`` gives, if it is readable."""
+    try:
+        return json.loads((path / MANIFEST).read_text())["files"][STATE]["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
-    A damaged copy in the way (a truncated pull, a crash of an older run) is removed and the rename retried once.
+
+def _publish(tmp: Path, final: Path, digest: str) -> None:
+    """Move ``tmp`` to ``final``; where another writer's complete copy of the same bytes is already there (nodes
+    sharing a directory), keep it and drop ours.
+
+    A damaged copy in the way (a truncated pull, a crash of an older run), or one of other bytes (not this job's
+    state), is removed and the rename retried once.
     """
     for _ in range(2):
         if _renamed(tmp, final):
             return
-        if verify(final) is None:
+        if _digest_of(final) == digest and verify(final) is None:
             shutil.rmtree(tmp, ignore_errors=True)
             return
         shutil.rmtree(final, ignore_errors=True)
-    raise OSError(f"cannot publish checkpoint {final}: another writer keeps leaving a damaged copy there")
+    raise OSError(f"cannot publish checkpoint {final}: another writer keeps leaving another copy there")
 
 
 def _prune(root: Path, step: int, keep: int) -> None:
@@ -180,21 +193,64 @@ def _finish(root: Path, step: int, tmp: Path, digest: str, size: int, keep: int)
     _write_synced(tmp / MANIFEST, json.dumps(manifest, indent=2).encode())
     _fsync_dir(tmp)
     final = step_path(root, step)
-    _publish(tmp, final)
+    _publish(tmp, final, digest)
     _fsync_dir(root)
     _prune(root, step, keep)
     return final
 
 
 def save(root: Path, step: int, state: dict, keep: int) -> Path:
-    """Write ``state`` (on the host) as the checkpoint for ``step`` atomically, then prune to the newest ``keep``."""
+    """Write ``state`` (on the host) as the checkpoint for ``step`` atomically, prune to the newest ``keep``, and
+    record its digest in this node's ledger: this node computed it from its own state."""
     tmp = _new_tmp(root, step)
     with open(tmp / STATE, "wb") as handle:
         writer = _HashingFile(handle)
         torch.save(state, writer)
         handle.flush()
         os.fsync(handle.fileno())
-    return _finish(root, step, tmp, writer.digest.hexdigest(), writer.size, keep)
+    final = _finish(root, step, tmp, writer.digest.hexdigest(), writer.size, keep)
+    attest(root, step, writer.digest.hexdigest())
+    return final
+
+
+def ledger_path(root: Path) -> Path:
+    """This node's ledger for the checkpoints under ``root``: beside that directory, not in it, so that nothing the
+    node pulls from the bucket reaches it."""
+    return root.with_name(f"{root.name}.digests.jsonl")
+
+
+def attest(root: Path, step: int, digest: str) -> None:
+    with open(ledger_path(root), "a") as handle:
+        handle.write(json.dumps({"step": step, "sha256": digest}) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def attested(root: Path) -> dict[int, str]:
+    """step -> digest of every checkpoint this node wrote from its own state (the last record of a step wins)."""
+    records = {}
+    path = ledger_path(root)
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            record = json.loads(line)
+            records[int(record["step"])] = str(record["sha256"])
+        except (ValueError, KeyError, TypeError):
+            continue  # a line cut short by a crash
+    return records
+
+
+def offered(root: Path) -> dict[int, str]:
+    """step -> the digest its manifest gives, for every finished checkpoint directory with a readable manifest
+    (its files are not read: ``verify`` does that for the one chosen); the others with a warning on stderr."""
+    found = {}
+    for step, path in checkpoint_dirs(root):
+        digest = _digest_of(path)
+        if digest is None:
+            why = "manifest missing" if not (path / MANIFEST).exists() else "manifest unreadable"
+            print(f"warning: skipping checkpoint {path}: {why}", file=sys.stderr)
+        else:
+            found[step] = digest
+    return found
 
 
 def save_bytes(root: Path, step: int, data: bytes, keep: int) -> Path:
@@ -280,16 +336,6 @@ def verify(path: Path) -> str | None:
             return f"{name} is {file.stat().st_size} bytes, manifest says {meta['bytes']} (truncated?)"
         if _sha256(file) != meta["sha256"]:
             return f"{name} checksum mismatch"
-    return None
-
-
-def latest_valid(root: Path) -> Path | None:
-    """The newest checkpoint that matches its manifest; corrupt ones are skipped with a warning on stderr."""
-    for _, path in checkpoint_dirs(root):
-        problem = verify(path)
-        if problem is None:
-            return path
-        print(f"warning: skipping checkpoint {path}: {problem}; falling back to an older one", file=sys.stderr)
     return None
 
 

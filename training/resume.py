@@ -1,4 +1,4 @@
-"""Resuming: find the newest checkpoint any node holds, check that it belongs to this run, restore it.
+"""Resuming: find the newest trusted checkpoint any node holds, check that it belongs to this run, restore it.
 
 A resume is the run it says it is. Settings that fix what the weights and the data order mean (the model, its
 biases, the sequence length, the global batch, the data and the seed) must match the checkpoint's: a change is
@@ -9,6 +9,8 @@ checkpoints record them.
 
 from __future__ import annotations
 
+import hashlib
+import shutil
 import sys
 from pathlib import Path
 from typing import NamedTuple
@@ -29,9 +31,11 @@ LEGACY = {"bias": True, "data_dtype": "uint16", "eval_sequences": 0}
 
 
 class Newest(NamedTuple):
-    """Where the newest valid checkpoint is, as every rank agrees on it."""
+    """Where the newest trusted checkpoint is, as every rank agrees on it."""
 
     step: int
+    digest: str
+    """The sha256 of its state file that the nodes' ledgers vouch for."""
     source: int
     """The lowest rank whose node holds it."""
     here: bool
@@ -40,23 +44,63 @@ class Newest(NamedTuple):
     """Every node holds it."""
 
 
-def newest_checkpoint(cfg: TrainConfig, d: Dist) -> Newest | None:
-    """The newest valid checkpoint any node holds, or None where no node holds one (or resume is off).
+def trusted(nodes: dict[int, tuple[dict[int, str], dict[int, str]]], rejected: set) -> tuple[tuple[int, str] | None,
+                                                                                              list[str]]:
+    """The newest (step, digest) that the nodes offer (node -> (offered, attested)) and their ledgers vouch for, and
+    why newer ones were passed over. A digest is vouched for when no ledger records another one for its step and at
+    least two ledgers record it (one, where only one node keeps a ledger; none, where no node does: a cluster
+    started afresh from the bucket). So a node alone, or another writer to the bucket, cannot get a checkpoint of
+    its making trusted by the others."""
+    ledgers = [ledger for _, ledger in nodes.values() if ledger]
+    needed = min(2, len(ledgers))
+    offers = sorted({(step, digest) for held, _ in nodes.values() for step, digest in held.items()} - rejected,
+                    reverse=True)
+    passed = []
+    for step, digest in offers:
+        records = [ledger[step] for ledger in ledgers if step in ledger]
+        if any(record != digest for record in records):
+            passed.append(f"step {step}: a node recorded another digest for it than {digest[:12]}")
+        elif len(records) < needed:
+            passed.append(f"step {step}: {len(records)} of the nodes' ledgers vouch for digest {digest[:12]}, "
+                          f"{needed} needed")
+        else:
+            return (step, digest), passed
+    return None, passed
 
-    Only each node's first rank looks (verifying reads every byte); the answers are shared with every rank.
+
+def newest_checkpoint(cfg: TrainConfig, d: Dist) -> Newest | None:
+    """The newest trusted checkpoint any node holds intact, or None where there is none (or resume is off).
+
+    Only each node's first rank reads its directory and ledger; every rank then makes the same choice from what all
+    of them report. The chosen copy is verified (every byte) on each node that offers it; where none is intact, the
+    next one is chosen.
     """
-    found = None
+    root = Path(cfg.resolved_checkpoint_dir())
+    mine = None
     if cfg.resume and d.is_node_main:
-        found = checkpoint.latest_valid(Path(cfg.resolved_checkpoint_dir()))
-    mine = (d.node_rank, checkpoint.step_of(found) if found else None) if d.is_node_main else None
-    reports = d.all_gather_object(mine)
-    node_steps = dict(filter(None, reports))
-    newest = max((step for step in node_steps.values() if step is not None), default=None)
-    if newest is None:
-        return None
-    source = next(rank for rank, report in enumerate(reports) if report and report[1] == newest)
-    everywhere = all(step == newest for step in node_steps.values())
-    return Newest(newest, source, node_steps[d.node_rank] == newest, everywhere)
+        mine = (d.node_rank, checkpoint.offered(root), checkpoint.attested(root))
+    nodes = {node: (held, ledger) for node, held, ledger in filter(None, d.all_gather_object(mine))}
+    rejected: set[tuple[int, str]] = set()
+    while True:
+        choice, passed = trusted(nodes, rejected)
+        if d.is_main:
+            for reason in passed:
+                print(f"warning: checkpoint not trusted, {reason}; falling back to an older one", file=sys.stderr)
+        if choice is None:
+            return None
+        intact = None
+        if d.is_node_main and nodes[d.node_rank][0].get(choice[0]) == choice[1]:
+            problem = checkpoint.verify(checkpoint.step_path(root, choice[0]))
+            if problem:
+                print(f"warning: skipping checkpoint {checkpoint.step_path(root, choice[0])}: {problem}; falling "
+                      "back to an older one", file=sys.stderr)
+            intact = problem is None
+        reports = d.all_gather_object((d.node_rank, intact) if d.is_node_main else None)
+        holders = {report[0] for report in reports if report and report[1]}
+        if holders:
+            source = next(rank for rank, report in enumerate(reports) if report and report[1])
+            return Newest(*choice, source, d.node_rank in holders, holders == set(nodes))
+        rejected.add(choice)
 
 
 def _theirs(config: dict, name: str):
@@ -128,9 +172,13 @@ def load(cfg: TrainConfig, d: Dist) -> Resumed | None:
         changes = check_compatible(cfg, state, where)
     else:
         data, where = _receive(d, newest, root)
+        if hashlib.sha256(data).hexdigest() != newest.digest:
+            raise ConfigError(f"Checkpoint {where} does not match the digest the nodes' ledgers vouch for; the node "
+                              "that sent it holds another file than it reported. Check that node.")
         state = _load(lambda: checkpoint.loads(data), where)
         changes = check_compatible(cfg, state, where)
         if d.is_node_main and not newest.here:
+            shutil.rmtree(checkpoint.step_path(root, newest.step), ignore_errors=True)  # a copy not trusted
             checkpoint.save_bytes(root, newest.step, data, cfg.keep_checkpoints)
     return Resumed(state, where, changes)
 

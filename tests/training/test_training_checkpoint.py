@@ -24,6 +24,10 @@ def _rows(run_dir) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
+def _newest_intact(root):
+    return next(path for _, path in checkpoint.checkpoint_dirs(root) if checkpoint.verify(path) is None)
+
+
 def _state(run_dir) -> dict:
     return torch.load(sorted((run_dir / "checkpoints").glob("step_*"))[-1] / "state.pt", weights_only=True)
 
@@ -113,7 +117,7 @@ def test_a_diverging_run_stops_with_exit_2_and_keeps_the_last_good_checkpoint(tm
     result = train([*run, "--steps", "8", "--lr", "1e30", "--grad-clip", "0"], expect=2)
     assert "Traceback" not in result.stderr
     diverged = int(re.search(r"stopped being finite by step (\d+)", result.stderr).group(1))
-    newest = checkpoint.latest_valid(tmp_path / "checkpoints")
+    newest = _newest_intact(tmp_path / "checkpoints")
     assert 2 <= checkpoint.step_of(newest) < diverged <= 8
     assert all(torch.isfinite(t).all() for t in final_params(tmp_path / "checkpoints").values())
 
@@ -172,13 +176,11 @@ def test_a_signal_during_a_periodic_save_makes_it_the_stop_checkpoint(tmp_path):
     assert wait_ranks(ranks) == [0], ranks[0].stderr
     stopped = json.loads(ranks[0].stdout.strip().splitlines()[-1])
     assert stopped["checkpoints_written"] == [3] and stopped["stop_covered_by_earlier_save"], stopped
-    assert checkpoint.latest_valid(tmp_path / "checkpoints") == checkpoint.step_path(tmp_path / "checkpoints", 3)
+    assert _newest_intact(tmp_path / "checkpoints") == checkpoint.step_path(tmp_path / "checkpoints", 3)
 
 
-def test_an_unsafe_state_file_is_refused_unread(tmp_path):
-    run = [*SMALL, "--run-dir", str(tmp_path)]
-    train(["--steps", "2", *run])
-    marker = tmp_path / "code-ran"
+def _foreign_checkpoint(root, step, marker):
+    """A newer checkpoint that another program wrote: a pickled callable in its state, with a matching manifest."""
 
     class Payload:
         def __reduce__(self):
@@ -186,10 +188,27 @@ def test_an_unsafe_state_file_is_refused_unread(tmp_path):
 
     buffer = io.BytesIO()
     torch.save({"model": Payload()}, buffer)
-    checkpoint.save_bytes(tmp_path / "checkpoints", 3, buffer.getvalue(), keep=3)  # a matching manifest, too
+    checkpoint.save_bytes(root, step, buffer.getvalue(), keep=3)
+
+
+def test_a_checkpoint_this_node_did_not_write_is_passed_over_unread(tmp_path):
+    run = [*SMALL, "--run-dir", str(tmp_path)]
+    train(["--steps", "2", *run])
+    _foreign_checkpoint(tmp_path / "checkpoints", 3, tmp_path / "code-ran")
+    result = train(["--steps", "4", *run])
+    assert "checkpoint not trusted, step 3: 0 of the nodes' ledgers vouch" in result.stderr
+    assert summary(result)["resumed_from_step"] == 2 and not (tmp_path / "code-ran").exists()
+
+
+def test_without_a_ledger_an_unsafe_state_file_is_refused_unread(tmp_path):
+    """A cluster started afresh from the bucket has no ledger to check against: the load itself refuses code."""
+    run = [*SMALL, "--run-dir", str(tmp_path)]
+    train(["--steps", "2", *run])
+    checkpoint.ledger_path(tmp_path / "checkpoints").unlink()
+    _foreign_checkpoint(tmp_path / "checkpoints", 3, tmp_path / "code-ran")
     refused = train(["--steps", "4", *run], expect=2)
     assert "holds more than tensors and plain values" in refused.stderr and "step_00000003" in refused.stderr
-    assert not marker.exists()
+    assert not (tmp_path / "code-ran").exists()
 
 
 def test_truncated_latest_checkpoint_falls_back(tmp_path):
@@ -212,11 +231,18 @@ def test_missing_manifest_falls_back_and_old_checkpoints_are_pruned(tmp_path):
     assert summary(result)["resumed_from_step"] == 4
 
 
-def test_second_writer_of_a_step_keeps_the_first_complete_copy(tmp_path):
-    checkpoint.save(tmp_path, 3, {"writer": "first"}, keep=3)
-    checkpoint.save(tmp_path, 3, {"writer": "second"}, keep=3)
-    assert checkpoint.read(checkpoint.step_path(tmp_path, 3)) == {"writer": "first"}
+def test_second_writer_of_a_step_keeps_the_first_complete_copy_of_the_same_bytes(tmp_path):
+    first = checkpoint.save(tmp_path, 3, {"step": 3}, keep=3)
+    written = (first / checkpoint.MANIFEST).read_text()
+    checkpoint.save(tmp_path, 3, {"step": 3}, keep=3)
+    assert (first / checkpoint.MANIFEST).read_text() == written, "the first copy stayed"
     assert [p.name for p in tmp_path.iterdir()] == ["step_00000003"]
+
+
+def test_a_copy_of_other_bytes_is_replaced_by_the_writers_own(tmp_path):
+    checkpoint.save_bytes(tmp_path, 3, b"not this job's state", keep=3)
+    checkpoint.save(tmp_path, 3, {"writer": "the job"}, keep=3)
+    assert checkpoint.read(checkpoint.step_path(tmp_path, 3)) == {"writer": "the job"}
 
 
 def test_damaged_copy_of_a_step_is_replaced(tmp_path):
