@@ -8,7 +8,7 @@ Runs, in order (each ``python -m training.bench --gpus 1`` unless said otherwise
 1. default: the automatic micro-batch (world 1 always divides the batch);
 2. plain PyTorch path: the same with the fused kernels off;
 3. uneven: micro-batch 48, so 512 sequences make 11 micro-steps of 46 or 47 rows (two shapes for one compiled graph);
-4. checkpoints: ``python -m training.train`` with a checkpoint every 4 steps, the blocking part and the background
+4. checkpoints: ``python -m training.train`` with a checkpoint every 8 steps, the blocking part and the background
    write of each save.
 
 Prints one JSON line per run, then a summary table; ratios are against run 1 of the same call.
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name, run in runs.items():
         print(json.dumps({"run": name, **run}), flush=True)
-    saves = _checkpoints(steps=12, every=4)
+    saves = _checkpoints(steps=24, every=8)
     print(json.dumps({"run": "checkpoints (gpt2)", **saves}), flush=True)
 
     base = runs["default"].get("tokens_per_s")

@@ -103,6 +103,8 @@ def run_one(args: argparse.Namespace, nproc: int, run_dir: str, first_gpu: int =
         "0",
         "--checkpoint-at-end",
         "false",
+        "--eval-every",
+        "0",
         "--resume",
         "false",
         "--progress",

@@ -318,7 +318,10 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
             ran_out = bool(cfg.stop_after_steps) and step - first_step >= cfg.stop_after_steps
             stopping = stop_now or step == cfg.steps or ran_out
             paused = 0.0
-            if step % cfg.log_every == 0 or stopping:
+            evaluating = bool(cfg.eval_every and cfg.eval_sequences) and (
+                step % cfg.eval_every == 0 or step == cfg.steps
+            )
+            if step % cfg.log_every == 0 or stopping or evaluating:
                 summed_loss, flagged = _sum_over_ranks(torch.stack([loss_sum, nonfinite]), d)
                 interval_steps = step - last_log[1]
                 loss_value = summed_loss / d.world_size / interval_steps
@@ -328,26 +331,23 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
                 now = time.perf_counter()
                 step_time = (now - last_log[0]) / interval_steps
                 tokens_per_s = tokens_per_step / step_time
-                writer.log(
-                    step,
-                    {
-                        "loss": loss_value,
-                        "grad_norm": grad_norm,
-                        "lr": lr,
-                        "tokens_per_s": tokens_per_s,
-                        "step_time_s": step_time,
-                        "mfu": mfu(flops_per_token, tokens_per_s, d.world_size, peak),
-                    },
-                )
+                values = {
+                    "loss": loss_value,
+                    "grad_norm": grad_norm,
+                    "lr": lr,
+                    "tokens_per_s": tokens_per_s,
+                    "step_time_s": step_time,
+                    "mfu": mfu(flops_per_token, tokens_per_s, d.world_size, peak),
+                }
+                if evaluating:
+                    val_loss = _evaluate(model, data, autocast, d)
+                    values["val_loss"] = val_loss
+                    paused += time.perf_counter() - now
+                writer.log(step, values)
                 last_log = (now, step)
                 loss_sum.zero_()
             else:
                 writer.advance(step)
-            if cfg.eval_every and cfg.eval_sequences and (step % cfg.eval_every == 0 or step == cfg.steps):
-                began = time.perf_counter()
-                val_loss = _evaluate(model, data, autocast, d)
-                writer.log(step, {"val_loss": val_loss})
-                paused += time.perf_counter() - began
             due = cfg.checkpoint_every and step % cfg.checkpoint_every == 0
             if stop_now and covered:
                 pass  # the save under way when the stop came is its checkpoint: no second one
