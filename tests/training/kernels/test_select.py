@@ -3,6 +3,11 @@ computes wrongly is left out with a warning, never stopping the job."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -63,3 +68,11 @@ def test_a_broken_library_leaves_only_its_kernel_out(monkeypatch):
     assert fused.mlp is None and fused.head_loss is not None
     assert len(warnings) == 1 and "fused MLP" in warnings[0] and "status 15" in warnings[0]
     assert torch.equal(torch.cuda.get_rng_state(), state), "the self-tests leave the job's random streams alone"
+
+
+@pytest.mark.skipif(CUDA, reason="this machine has a GPU: the lane would run")
+def test_the_gpu_lane_refuses_a_machine_without_a_gpu_instead_of_skipping():
+    lane = Path(__file__).resolve().parents[3] / "scripts/test-gpu"
+    result = subprocess.run([lane], env={**os.environ, "PYTHON": sys.executable}, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 1 and "sees no CUDA device" in result.stderr
