@@ -23,7 +23,7 @@ from components.clouds.base import (
 from components.errors import Problem, SpecError
 from components.spec import ClusterSpec, ShapeError, parse_spec
 from components.stackfile import CLUSTER_KEY
-from training.config import ConfigError, TrainConfig
+from training.config import ConfigError, TrainConfig, setting_name
 
 Rule = Callable[[ClusterSpec, CloudProfile], Iterable[Problem]]
 
@@ -103,7 +103,9 @@ def autoscaling(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
 
 
 def job(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
-    """The training settings parse, and the global batch splits evenly at every node count the cluster can have."""
+    """The training settings parse, and every rank has a sequence per step at every node count the cluster can
+    stand at. Nothing else about the batch: the job splits it exactly over any number of ranks up to it and picks
+    the micro-batch from the GPU's memory (training.batching, training.memory)."""
     try:
         config = TrainConfig.from_overrides(spec.job)
     except ConfigError as error:
@@ -117,16 +119,16 @@ def job(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
         yield Problem(_at("ranksPerNode"), f"{spec.ranks_per_node} ranks but {row.name} has {row.gpus} GPUs.",
                       f"use at most {row.gpus}, or leave it unset for one rank per GPU.")
     counts = spec.counts
-    if not counts.min <= counts.desired <= counts.max:
+    if not counts.min <= counts.desired <= counts.max or counts.max * ranks <= config.global_batch:
         return
-    sizes = sorted({counts.min, counts.desired, counts.max})
-    uneven = [n for n in sizes if config.global_batch % (config.micro_batch * n * ranks)]
-    if uneven:
-        yield Problem(_at("job.globalBatch"),
-                      f"{config.global_batch} sequences do not split evenly over {config.micro_batch} per rank x "
-                      f"{ranks} ranks x {', '.join(map(str, uneven))} node(s).",
-                      "set job.globalBatch to a multiple of microBatch x ranks per node x the node counts "
-                      f"{', '.join(map(str, sizes))} (or lower job.microBatch).")
+    most, batch = counts.max * ranks, config.global_batch
+    fix = f"set job.globalBatch to at least {most}, or nodes.max to at most {batch // ranks}."
+    if any(setting_name(key) == "global_batch" for key in spec.job):
+        yield Problem(_at("job.globalBatch"), f"{batch} sequences per step cannot give each of the {most} ranks at "
+                      f"{counts.max} nodes x {ranks} ranks one.", fix)
+    else:
+        yield Problem(_at("nodes.max"), f"{counts.max} nodes x {ranks} ranks = {most} ranks, more than the job's "
+                      f"{batch} sequences per step (the default job.globalBatch): every rank needs one.", fix)
 
 
 def ranks_per_node(spec: ClusterSpec, row: catalog.InstanceType) -> int:

@@ -31,6 +31,7 @@ class AwsStorage(pulumi.ComponentResource):
                                        block_public_policy=True, ignore_public_acls=True,
                                        restrict_public_buckets=True, opts=child)
         # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
+        bundle = write_bundle(BUNDLE_DIR, plan.storage.code_sha256)
         aws.s3.BucketObjectv2(f"{name}-code", bucket=self.bucket.id, key=plan.storage.code_key,
-                              source=pulumi.FileAsset(str(write_bundle(BUNDLE_DIR))), tags=plan.tag_map, opts=child)
+                              source=pulumi.FileAsset(str(bundle)), tags=plan.tag_map, opts=child)
         self.register_outputs({"bucket": self.bucket.id})

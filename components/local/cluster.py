@@ -153,7 +153,7 @@ def up(plan: ClusterPlan, opts: Options, report: Reporter) -> dict:
     run = _Run(lay, plan, st, namespaced, lay.metadata_address if namespaced else LOOPBACK)
     _save(run)
     try:
-        write_bundle(lay.bucket / "code")
+        write_bundle(lay.bucket / "code", plan.storage.code_sha256)
         if namespaced:
             report.phase(f"network: {len(lay.nodes)} namespaces on a bridge, {len(plan.firewall)} firewall rules")
             _build_network(run, opts)

@@ -7,7 +7,7 @@ import hashlib
 import re
 
 from components import catalog
-from components.bundle import bundle_sha256
+from components.bundle import bundle_sha256, uses_kernels
 from components.clouds import profile
 from components.clouds.base import CloudProfile
 from components.plan.cost import plan_cost
@@ -37,7 +37,7 @@ def _bucket_name(spec: ClusterSpec, name: str) -> str:
 
 def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str) -> StoragePlan:
     bucket = _bucket_name(spec, name)
-    sha = bundle_sha256()
+    sha = bundle_sha256(uses_kernels(spec.job))
     code_key = f"code/{sha}.tar.gz"
     root = f"file:///tmp/gpufleet-{name}/bucket" if cloud.bucket_scheme == "file" else f"{cloud.bucket_scheme}://{bucket}"
     return StoragePlan(bucket=bucket, checkpoint_prefix="checkpoints", checkpoint_uri=f"{root}/checkpoints",

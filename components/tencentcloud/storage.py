@@ -22,6 +22,6 @@ class TcStorage(pulumi.ComponentResource):
                                               tags=plan.tag_map, opts=child)
         # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
         tencentcloud.cos.BucketObject(f"{name}-code", bucket=self.bucket.bucket, key=plan.storage.code_key,
-                                      source=str(write_bundle(BUNDLE_DIR)), acl="private", tags=plan.tag_map,
-                                      opts=child)
+                                      source=str(write_bundle(BUNDLE_DIR, plan.storage.code_sha256)), acl="private",
+                                      tags=plan.tag_map, opts=child)
         self.register_outputs({"bucket": self.bucket.bucket})

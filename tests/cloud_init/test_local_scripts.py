@@ -54,7 +54,7 @@ def local_node(tmp_path, node_root):
     (fake_bin / "torchrun").write_text(FAKE_TORCHRUN)
     (fake_bin / "torchrun").chmod(0o755)
     (test / "worker.py").write_text(WORKER)
-    code_uri = f"file://{write_bundle(tmp_path / 'bucket/code')}"
+    code_uri = f"file://{write_bundle(tmp_path / 'bucket/code', bundle_sha256())}"
 
     def install(installed=True, **changes):
         base = {
@@ -123,9 +123,12 @@ def test_train_verifies_the_bundle_pulls_the_checkpoint_and_starts_torchrun(loca
     root, entry, env = local_node()
     (tmp_path / "bucket/ckpt/step-3").mkdir(parents=True)
     (tmp_path / "bucket/ckpt/step-3/model.pt").write_text("old")
+    (tmp_path / "bucket/ckpt/runs/another-node").mkdir(parents=True)
+    (tmp_path / "bucket/ckpt/runs/another-node/metrics.jsonl").write_text("{}\n")
     result = run([entry.parent / "gpufleet-train"], root, env)
     assert result.returncode == 0, result.stderr
     args = (tmp_path / "test/args").read_text().splitlines()
+    node_id = (root / "var/lib/gpufleet/node-id").read_text().strip()
     assert args == [
         "--nnodes=2:2",
         "--nproc-per-node=1",
@@ -137,15 +140,18 @@ def test_train_verifies_the_bundle_pulls_the_checkpoint_and_starts_torchrun(loca
         "--local-addr=127.0.0.1",
         "-m",
         "training.train",
-        "--checkpoint-dir",
-        f"{root}/ckpt",
         "--steps",
         "20",
+        "--checkpoint-dir",
+        f"{root}/ckpt",
+        "--run-dir",
+        f"{root}/ckpt/runs/{node_id}",
     ]
     cwd, ifname = (tmp_path / "test/env").read_text().splitlines()
     assert (Path(cwd) / "training/train.py").exists()
     assert ifname == "eth0", "NCCL env comes from the one env file"
     assert (root / "ckpt/step-3/model.pt").read_text() == "old"
+    assert not (root / "ckpt/runs/another-node").exists(), "a node pushes only its own metrics"
 
 
 def test_install_puts_the_bundled_scripts_beside_the_user_data_ones(local_node):

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.local import cloudconfig, firewall, host, layout, network
+from components.local import cloudconfig, firewall, host, layout, network, progress
 from components.plan.model import FirewallRule
 from fleet.stacks import resolve, spec_and_plan
 
@@ -83,7 +83,7 @@ class Cluster:
 
     def steps(self) -> list[int]:
         found = []
-        for path in (self.lay.directory / "nodes").glob("*/var/lib/gpufleet/code/*/**/metrics.jsonl"):
+        for path in (self.lay.directory / "nodes").glob(f"*/{progress.METRICS}/*/metrics.jsonl"):
             found += [json.loads(line)["step"] for line in path.read_text().splitlines() if line.strip()]
         return found
 

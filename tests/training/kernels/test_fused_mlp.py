@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 from train_helpers import bf16_losses, tiny_twins
 
-from training.cublaslt import _OP_T, plan
+from training.kernels.cublaslt import _OP_T, plan
+from training.model import Fused
 
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="cuBLASLt runs only on a CUDA device")
@@ -52,7 +53,7 @@ def _reference_mlp(x, up_weight, up_bias, down_weight, down_bias):
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize(("rows", "width"), [(4096, 768), (520, 64)])
 def test_fused_mlp_matches_pytorch_forward_and_backward(rows, width, bias):
-    from training.fused_mlp import _gelu_mlp
+    from training.kernels.fused_mlp import _gelu_mlp
 
     generator = torch.Generator(device="cuda").manual_seed(rows)
 
@@ -87,7 +88,9 @@ def test_fused_mlp_matches_pytorch_forward_and_backward(rows, width, bias):
 @needs_cuda
 @pytest.mark.parametrize("bias", [True, False])
 def test_model_with_fused_mlp_matches_the_plain_path_compiled(bias):
-    plain, fused = tiny_twins(64, "cuda", fused_mlp=True, bias=bias)
+    from training.kernels.fused_mlp import gelu_mlp
+
+    plain, fused = tiny_twins(64, "cuda", fused=Fused(mlp=gelu_mlp), bias=bias)
     losses = bf16_losses((plain, torch.compile(fused)), torch.randint(0, 256, (8, 65), device="cuda"))
     assert abs(losses[0] - losses[1]) / losses[0] < 2e-3
     names = ["mlp.up.weight", "mlp.down.weight", "ln2.weight"] + ["mlp.up.bias", "mlp.down.bias"] * bias
@@ -95,24 +98,3 @@ def test_model_with_fused_mlp_matches_the_plain_path_compiled(bias):
         mine, theirs = fused.blocks[0].get_parameter(name), plain.blocks[0].get_parameter(name)
         assert mine.grad.dtype == torch.float32
         assert _relative(mine.grad, theirs.grad) < 3e-2, name
-
-
-def test_a_gpu_without_the_epilogues_stops_the_job_naming_the_setting(monkeypatch):
-    from training import cublaslt
-    from training.config import ConfigError
-    from training.fused_mlp import check_available
-
-    def unsupported(*_args):
-        raise RuntimeError("cublasLtMatmulAlgoGetHeuristic failed with cuBLAS status 15")
-
-    monkeypatch.setattr(cublaslt, "linear_gelu", unsupported)
-    with pytest.raises(ConfigError, match=r"status 15.*'fused_mlp' to false \(fusedMlp: false"):
-        check_available(torch.device("cpu"), bias=False)
-
-
-@needs_cuda
-@pytest.mark.parametrize("bias", [True, False])
-def test_the_check_passes_where_cublaslt_runs(bias):
-    from training.fused_mlp import check_available
-
-    check_available(torch.device("cuda"), bias)

@@ -3,7 +3,7 @@
 On an H200 the GELU forward and backward kernels took ~8% of GPT-2 124M's micro-step: each reads or writes the
 [tokens, 4 x width] hidden tensor several times. Here the up-projection writes GELU's output and input in one
 cuBLASLt call, and backward multiplies by GELU's derivative inside the product that computes the hidden gradient,
-so the gradient at GELU's output is never written (``training.cublaslt``): 1.035x per micro-step on an H200.
+so the gradient at GELU's output is never written (``training.kernels.cublaslt``): 1.035x per micro-step on an H200.
 Registered as custom operators with their own autograd formula, so torch.compile keeps one graph around them.
 """
 
@@ -13,8 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from training import cublaslt
-from training.config import ConfigError
+from training.kernels import cublaslt
 
 
 @torch.library.custom_op("gpufleet::gelu_mlp", mutates_args=(), device_types="cuda")
@@ -74,20 +73,3 @@ def gelu_mlp(x: Tensor, up: nn.Linear, down: nn.Linear) -> Tensor:
     with torch.autocast("cuda", enabled=False):
         y, _, _ = _gelu_mlp(*(None if t is None else t.to(torch.bfloat16) for t in inputs))
     return y.view(*x.shape[:-1], y.shape[-1])
-
-
-def check_available(device: torch.device, bias: bool) -> None:
-    """Run the cuBLASLt products the model will use (GELU, with a bias where ``bias``, and GELU's derivative) once
-    on small operands, so that a GPU or library without these epilogues stops the job before training with the
-    setting to change, instead of failing in the first step's backward."""
-    x = torch.randn(64, 64, device=device, dtype=torch.bfloat16)
-    weight = torch.randn(256, 64, device=device, dtype=torch.bfloat16)
-    bias_vector = torch.zeros(256, device=device, dtype=torch.bfloat16) if bias else None
-    try:
-        _, pre = cublaslt.linear_gelu(x, weight, bias_vector)
-        cublaslt.matmul_gelu_grad(x, weight, pre)
-    except (RuntimeError, OSError) as err:
-        raise ConfigError(
-            f"The fused MLP cannot run on {device}: {err}. Set 'fused_mlp' to false (fusedMlp: false in the stack "
-            "file's job object) to use PyTorch's ops instead."
-        ) from None

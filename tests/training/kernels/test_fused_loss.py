@@ -3,18 +3,16 @@ the CPU through Triton's interpreter (CI installs Triton for that: the `kernels`
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from train_helpers import bf16_losses, tiny_twins
 
+from training.model import Fused
+
 CUDA = torch.cuda.is_available()
-DEVICE = "cuda" if CUDA else "cpu"
-if not CUDA:
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # read when the kernel is defined, on first import below
+DEVICE = "cuda" if CUDA else "cpu"  # on the CPU through Triton's interpreter (conftest.py)
 pytest.importorskip("triton", reason="the fused loss is a Triton kernel; install the 'kernels' extra")
 
 # (rows, vocab, width): GPT-2's vocabulary and odd ones; smaller on the CPU, where the interpreter is slow.
@@ -52,7 +50,7 @@ def _relative(a: torch.Tensor, b: torch.Tensor) -> float:
 def _fused_and_plain(rows: int, vocab: int, width: int, fp8: bool) -> tuple[float, float, list, list]:
     """The fused head + loss and PyTorch's (bf16 products, fp32 cross-entropy) on the same random inputs, each
     backpropagated with an incoming gradient of 1/8: (fused loss, plain loss, fused inputs, plain inputs)."""
-    from training.fused_loss import head_cross_entropy
+    from training.kernels.fused_loss import head_cross_entropy
 
     generator = torch.Generator(device=DEVICE).manual_seed(rows)
     hidden = torch.randn(rows, width, device=DEVICE, generator=generator)
@@ -97,7 +95,7 @@ def test_fp8_falls_back_to_bf16_where_a_dimension_is_not_a_multiple_of_16():
 
 
 def test_fp8_gradient_is_the_exact_one_within_e5m2_rounding():
-    from training.fused_loss import GRAD_SCALE, cross_entropy_rows_fp8
+    from training.kernels.fused_loss import GRAD_SCALE, cross_entropy_rows_fp8
 
     rows, vocab = 45, 1000
     generator = torch.Generator(device=DEVICE).manual_seed(5)
@@ -116,7 +114,7 @@ def test_fp8_gradient_is_the_exact_one_within_e5m2_rounding():
 
 
 def test_to_e4m3_maps_the_largest_magnitude_to_448_and_rounds_the_rest_to_nearest():
-    from training.fused_loss import to_e4m3
+    from training.kernels.fused_loss import to_e4m3
 
     tensor = torch.randn(300, 64, device=DEVICE, generator=torch.Generator(device=DEVICE).manual_seed(9)) * 0.02
     tensor[17, 3] = -0.5
@@ -132,7 +130,7 @@ def test_to_e4m3_maps_the_largest_magnitude_to_448_and_rounds_the_rest_to_neares
 
 @pytest.mark.parametrize(("rows", "cols"), [(64, 256), (100, 300), (1, 7)])
 def test_transposed_copies_every_element_including_partial_tiles(rows, cols):
-    from training.fused_loss import transposed
+    from training.kernels.fused_loss import transposed
 
     matrix = torch.randint(0, 256, (rows, cols), device=DEVICE, dtype=torch.uint8).view(torch.float8_e5m2)
     result = transposed(matrix)
@@ -140,9 +138,11 @@ def test_transposed_copies_every_element_including_partial_tiles(rows, cols):
     assert torch.equal(result.view(torch.uint8), matrix.view(torch.uint8).t())
 
 
-@pytest.mark.skipif(not CUDA, reason="the model takes the fused path only for CUDA tensors")
+@pytest.mark.skipif(not CUDA, reason="the model's bf16 path runs on CUDA")
 def test_model_with_fused_loss_matches_the_plain_path():
-    plain, fused = tiny_twins(64, "cuda", fused_loss=True)
+    from training.kernels.fused_loss import head_cross_entropy
+
+    plain, fused = tiny_twins(64, "cuda", fused=Fused(head_loss=head_cross_entropy))
     losses = bf16_losses((plain, fused), torch.randint(0, 256, (8, 65), device="cuda"))
     assert abs(losses[0] - losses[1]) / losses[0] < 2e-3
     assert _relative(fused.wte.weight.grad, plain.wte.weight.grad) < 2e-2
@@ -153,7 +153,9 @@ def test_model_with_fused_loss_matches_the_plain_path():
     not CUDA or torch.cuda.get_device_capability() < (8, 9), reason="FP8 products need a GPU with FP8 tensor cores"
 )
 def test_model_with_fp8_head_matches_the_plain_path_within_fp8_rounding():
-    plain, fp8 = tiny_twins(64, "cuda", fused_loss=True, fp8_head=True)
+    from training.kernels.fused_loss import head_cross_entropy
+
+    plain, fp8 = tiny_twins(64, "cuda", fused=Fused(head_loss=head_cross_entropy, fp8_head=True))
     losses = bf16_losses((plain, fp8), torch.randint(0, 256, (8, 65), device="cuda"))
     assert abs(losses[0] - losses[1]) / losses[0] < 3e-3
     assert 5e-3 < _relative(fp8.wte.weight.grad, plain.wte.weight.grad) < 5e-2
