@@ -136,6 +136,7 @@ def run_one(args: argparse.Namespace, nproc: int, run_dir: str, first_gpu: int =
         "memory_estimate_bytes",
         "memory_peak_bytes",
         "compiled_graphs",
+        "graph_breaks",
         "world_size",
         "device",
         "fp8_output_layer",

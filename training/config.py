@@ -70,10 +70,10 @@ class TrainConfig:
         default=512,
     )
     micro_batch: int = _doc(
-        "The most sequences per forward/backward pass on one rank; 0 picks it at start-up from two measured "
-        "micro-steps: the rank's share up to 65,536 tokens if that fills at most 90% of the GPU, else the largest "
-        "power of two below it that does (on the CPU, the share up to 65,536 tokens). The global batch is exact "
-        "whatever it is: shares and micro-batches may be uneven.",
+        "The most sequences per forward/backward pass on one rank; 0 picks it at start-up from micro-steps "
+        "measured at the rows they will train on: the rank's share up to 65,536 tokens if that fills at most 90% "
+        "of the GPU, else the largest power of two below it that does (on the CPU, the share up to 65,536 tokens). "
+        "The global batch is exact whatever it is: shares and micro-batches may be uneven.",
         default=0,
     )
     steps: int = _doc("Optimizer steps to train for (total, counting steps before a resume).", default=1000)

@@ -1,11 +1,15 @@
-"""Device memory of one micro-step, measured at start-up, so the micro-batch can be picked to fit the GPU and a
-setting that cannot fit stops in seconds with advice instead of an out-of-memory error on every rank.
+"""Device memory of one micro-step, measured at start-up at the rows the job will train on, so the micro-batch can
+be picked to fit the GPU and a setting that cannot fit stops in seconds with advice instead of an out-of-memory
+error on every rank.
 
-Peak memory is affine in a micro-batch's rows: parameters, gradients and workspaces do not depend on them and every
-activation is proportional to them. Two micro-steps of a few rows through the job's own step (compiled, under DDP,
-with its kernels) measure that line on CUDA, so the figure holds for every path the job can take (a formula would
-have to know what each compiler version keeps for backward). AdamW's two moments, allocated at the first optimizer
-step, are added exactly. On the CPU nothing is measured: only a configured limit is checked, against the state.
+The job's own step (compiled, under DDP, with its kernels) runs at those rows, twice: the first call compiles, and
+torch.compile takes decisions from the sizes it first sees, so probing at other rows would compile a graph the job
+never runs (and that graph's memory). The second call is measured, and runs as every micro-step after a step's first
+does: with the gradients of the one before held. A line through a few small micro-steps is not enough: the peak is
+not affine in the rows (on an H200 such a line fell 6.5% short of gpt2's peak at 64 rows, ``benchmarks/TRAINING.md``).
+AdamW's two moments, allocated at the first optimizer step, are added exactly. A micro-batch that does not fit is
+followed by smaller ones, each measured. On the CPU nothing is measured: only a configured limit is checked, against
+the state.
 """
 
 from __future__ import annotations
@@ -24,22 +28,24 @@ AUTO_TOKENS = 65536
 FILL = 0.9
 """Share of the device budget the automatic pick fills: the rest is for the caching allocator's rounding and
 fragmentation and for NCCL's buffers, which are allocated outside it after the budget is read."""
-PROBE_ROWS = (2, 4)
-"""Rows of the two measured micro-steps (not 1: torch.compile specialises size-1 dimensions)."""
 
 
 @dataclass(frozen=True)
 class Footprint:
-    """Peak bytes of a training micro-step as a function of its rows."""
+    """Peak bytes of the job on one rank with micro-steps of ``rows`` sequences."""
 
-    fixed: int
-    """Parameters, gradients, workspaces: allocated whatever the rows."""
-    per_row: int
+    rows: int
+    step: int | None
+    """A micro-step's measured peak, the earlier micro-step's gradients held; None: it ran out of memory."""
     optimizer: int
-    """AdamW's moments, not yet allocated when the line was measured."""
+    """AdamW's moments, not yet allocated when the step was measured."""
 
-    def peak(self, rows: int) -> int:
-        return self.fixed + self.per_row * rows + self.optimizer
+    @property
+    def peak(self) -> int | None:
+        return None if self.step is None else self.step + self.optimizer
+
+    def fits(self, limit: float) -> bool:
+        return self.step is not None and self.peak <= limit
 
 
 def state_bytes(parameters: list[torch.nn.Parameter]) -> tuple[int, int]:
@@ -48,20 +54,66 @@ def state_bytes(parameters: list[torch.nn.Parameter]) -> tuple[int, int]:
     return 2 * size, 2 * size
 
 
-def measure(run_rows: Callable[[int], None], device: torch.device, optimizer: int) -> Footprint:
-    """The line through two measured micro-steps; ``run_rows(n)`` runs a forward and backward of n rows (the first
-    call compiles and is not measured)."""
-    run_rows(PROBE_ROWS[0])
-    peaks = []
-    for rows in PROBE_ROWS:
+def _out_of_memory(error: BaseException | None) -> bool:
+    """``error`` is, or was caused by, running out of device memory (torch.compile wraps what fails while it
+    compiles)."""
+    while error is not None:
+        if isinstance(error, torch.OutOfMemoryError):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def measure(run_rows: Callable[[int], None], device: torch.device, rows: int, optimizer: int) -> Footprint:
+    """The footprint of micro-steps of ``rows``: ``run_rows(n)`` runs a forward and backward of n rows, adding to
+    the gradients. Its first call at a shape compiles and tunes kernels, and is not measured; the second is."""
+    torch.cuda.synchronize(device)
+    try:
+        run_rows(rows)
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
         run_rows(rows)
         torch.cuda.synchronize(device)
-        peaks.append(torch.cuda.max_memory_allocated(device))
-    per_row = max(0, (peaks[1] - peaks[0]) // (PROBE_ROWS[1] - PROBE_ROWS[0]))
+        step = torch.cuda.max_memory_allocated(device)
+    except Exception as error:
+        if not _out_of_memory(error):
+            raise
+        step = None
+    if step is None:
+        torch.cuda.empty_cache()  # what the failed step left cached is not held against the next, smaller one
     torch.cuda.reset_peak_memory_stats(device)
-    return Footprint(fixed=peaks[0] - per_row * PROBE_ROWS[0], per_row=per_row, optimizer=optimizer)
+    return Footprint(rows=rows, step=step, optimizer=optimizer)
+
+
+def candidates(largest_share: int, seq_len: int) -> list[int]:
+    """The micro-batches the automatic pick tries, largest first: the share up to AUTO_TOKENS, then each power of
+    two below it."""
+    rows = max(1, min(largest_share, AUTO_TOKENS // seq_len))
+    tried = []
+    while rows >= 1:
+        tried.append(rows)
+        rows = 1 << (rows.bit_length() - 1) if rows & (rows - 1) else rows // 2
+    return tried
+
+
+def auto_micro_batch(footprint_of: Callable[[int], Footprint], available: int, largest_share: int,
+                     seq_len: int) -> tuple[int, Footprint]:
+    """The first of ``candidates`` whose footprint (``footprint_of(micro_batch)``, measured) fills at most FILL of
+    ``available``, and that footprint; (0, the last one measured) where not even one sequence fits."""
+    for micro_batch in candidates(largest_share, seq_len):
+        footprint = footprint_of(micro_batch)
+        if footprint.fits(FILL * available):
+            return micro_batch, footprint
+    return 0, footprint
+
+
+def describe(footprint: Footprint) -> str:
+    if footprint.step is None:
+        return f"more than the device holds at {footprint.rows} sequences per micro-step (it ran out of memory)"
+    return (
+        f"about {footprint.peak / GIB:.1f} GiB at {footprint.rows} sequences per micro-step (of which AdamW's "
+        f"moments {footprint.optimizer / GIB:.2f})"
+    )
 
 
 def budget(cfg: TrainConfig, device: torch.device) -> int | None:
@@ -72,29 +124,6 @@ def budget(cfg: TrainConfig, device: torch.device) -> int | None:
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0]
     return None
-
-
-def auto_micro_batch(footprint: Footprint | None, available: int | None, largest_share: int, seq_len: int) -> int:
-    """The largest share up to AUTO_TOKENS, or failing that the largest power of two below it, whose peak fills at
-    most FILL of the budget; 0 where not even one row fits."""
-    rows = max(1, min(largest_share, AUTO_TOKENS // seq_len))
-    if footprint is None or available is None:
-        return rows
-    limit = FILL * available
-    if footprint.peak(rows) <= limit:
-        return rows
-    rows = 1 << (rows.bit_length() - 1) if rows & (rows - 1) else rows // 2
-    while rows >= 1 and footprint.peak(rows) > limit:
-        rows //= 2
-    return rows
-
-
-def describe(footprint: Footprint, rows: int) -> str:
-    return (
-        f"about {footprint.peak(rows) / GIB:.1f} GiB at {rows} sequences per micro-step (fixed "
-        f"{footprint.fixed / GIB:.2f}, AdamW {footprint.optimizer / GIB:.2f}, activations "
-        f"{footprint.per_row / GIB:.3f} per sequence)"
-    )
 
 
 def refuse(cfg: TrainConfig, device: torch.device, available: int, need: str, fitting: int) -> ConfigError:

@@ -30,6 +30,8 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -48,6 +50,8 @@ from training.schedule import learning_rate
 
 # EX_TEMPFAIL: stopped with a checkpoint because another node is leaving; torchrun restarts this rank to go on.
 EXIT_PEER_STOPPED = 75
+_OUT_OF_MEMORY = 1 << 62
+"""A peak no device has: a rank's measurement that ran out of memory, in the ranks' maximum."""
 
 
 class Diverged(ConfigError):
@@ -149,24 +153,37 @@ def _make_dirs(cfg: TrainConfig) -> None:
             ) from None
 
 
-def _pick_micro_batch(cfg: TrainConfig, d: Dist, available: int | None, footprint: memory.Footprint | None) -> int:
-    """The micro-batch: the configured one if it fits, else an error; 0 (automatic) picks the largest that fits.
-    Every rank decides from the smallest budget and the largest measured footprint, so all decide alike."""
-    if available is not None:
-        available = d.smallest(available)
-    if footprint is not None:
-        footprint = memory.Footprint(*(-d.smallest(-value) for value in (footprint.fixed, footprint.per_row,
-                                                                         footprint.optimizer)))
+def _pick_micro_batch(cfg: TrainConfig, d: Dist, available: int | None,
+                      measure: Callable[[int], memory.Footprint] | None) -> tuple[int, memory.Footprint | None]:
+    """The micro-batch and its footprint: the configured one if it fits, else an error naming one that does; 0
+    (automatic) the largest that fills at most memory.FILL of the budget. ``measure(rows)`` measures this rank's
+    micro-steps of that many rows (None where nothing can be measured: the CPU). Every rank measures the same rows
+    and decides from the smallest budget and the largest peak, so all decide alike."""
     largest_share = -(-cfg.global_batch // d.world_size)
-    fitting = memory.auto_micro_batch(footprint, available, largest_share, cfg.seq_len)
+    if measure is None:
+        return cfg.micro_batch or memory.candidates(largest_share, cfg.seq_len)[0], None
+    available = d.smallest(available)
+    measured: dict[int, memory.Footprint] = {}
+
+    def footprint_of(micro_batch: int) -> memory.Footprint:
+        """Measured at the most rows a micro-step of ``micro_batch`` has on any rank: the rows the job trains on."""
+        rows = StepSplit(cfg.global_batch, d.world_size, micro_batch).largest_chunk
+        if rows not in measured:
+            mine = measure(rows)
+            worst = -d.smallest(-(_OUT_OF_MEMORY if mine.step is None else mine.step))
+            measured[rows] = replace(mine, step=None if worst == _OUT_OF_MEMORY else worst)
+        return measured[rows]
+
     if cfg.micro_batch:
-        rows = StepSplit(cfg.global_batch, d.world_size, cfg.micro_batch).largest_chunk
-        if footprint is not None and available is not None and footprint.peak(rows) > available:
-            raise memory.refuse(cfg, d.device, available, memory.describe(footprint, rows), fitting)
-        return cfg.micro_batch
-    if not fitting:
-        raise memory.refuse(cfg, d.device, available, memory.describe(footprint, 1), 0)
-    return fitting
+        footprint = footprint_of(cfg.micro_batch)
+        if not footprint.fits(available):
+            fitting, _ = memory.auto_micro_batch(footprint_of, available, largest_share, cfg.seq_len)
+            raise memory.refuse(cfg, d.device, available, memory.describe(footprint), fitting)
+        return cfg.micro_batch, footprint
+    micro_batch, footprint = memory.auto_micro_batch(footprint_of, available, largest_share, cfg.seq_len)
+    if not micro_batch:
+        raise memory.refuse(cfg, d.device, available, memory.describe(footprint), 0)
+    return micro_batch, footprint
 
 
 def _kernels(cfg: TrainConfig, d: Dist, half: bool) -> Fused:
@@ -221,7 +238,10 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
 
     def forward_backward(micro: MicroBatch) -> torch.Tensor:
         """One micro-step; gradients all-reduced only on the rank's last one. Under torch.compile the rows are
-        marked dynamic: one graph serves every micro-batch size (sizes of 1 get one more)."""
+        marked dynamic, and the first call (the memory probe's) has the rows the job trains on: the compiler's
+        size-dependent choices are taken for them, and one graph serves every micro-step. A last chunk on the other
+        side of one of those choices (Inductor's mix-order reduction starts at 5 Mi elements: 7 rows of gpt2 at
+        1024 tokens) gets one more graph, and so do chunks of 1 row."""
         if use_compile:
             for tensor in (micro.inputs, micro.targets):
                 torch._dynamo.maybe_mark_dynamic(tensor, 0)
@@ -233,18 +253,21 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
         return loss.detach()
 
     def probe_rows(rows: int) -> None:
+        """A micro-step of ``rows`` random sequences, adding to the gradients as the job's own micro-steps do."""
         generator = torch.Generator(device=d.device).manual_seed(0)
         tokens = torch.randint(0, cfg.size.data_vocab, (rows, cfg.seq_len + 1), device=d.device, generator=generator)
         forward_backward(MicroBatch(tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous(), 1.0, False))
-        optimizer.zero_grad(set_to_none=True)
+
+    def measure(rows: int) -> memory.Footprint:
+        try:
+            return memory.measure(probe_rows, d.device, rows, memory.state_bytes(params)[1])
+        finally:
+            optimizer.zero_grad(set_to_none=True)
 
     StepSplit(cfg.global_batch, d.world_size, 1)  # more ranks than sequences fails here, before the probe
-    footprint = None
-    if cuda:
-        footprint = memory.measure(probe_rows, d.device, memory.state_bytes(params)[1])
-    else:
+    if not cuda:
         memory.check_state_fits(cfg, params, d.device, available)
-    micro_batch = _pick_micro_batch(cfg, d, available, footprint)
+    micro_batch, footprint = _pick_micro_batch(cfg, d, available, measure if cuda else None)
     split = StepSplit(cfg.global_batch, d.world_size, micro_batch)
 
     step, position = resume.restore(cfg, d, resumed, model, optimizer) if resumed else (0, 0)
@@ -253,7 +276,7 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
     flops_per_token = model.flops_per_token()
     peak = peak_tflops(d.device, cfg.peak_tflops)
     tokens_per_step = cfg.global_batch * cfg.seq_len
-    estimate = footprint.peak(split.largest_chunk) if footprint else None
+    estimate = footprint.peak if footprint else None  # measured at split.largest_chunk rows
     if d.is_main:
         memory_line = f", memory estimate {estimate / memory.GIB:.1f} GiB" if estimate else ""
         print(
@@ -396,6 +419,7 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
         "memory_estimate_bytes": estimate,
         "memory_peak_bytes": torch.cuda.max_memory_allocated(d.device) if cuda else None,
         "compiled_graphs": torch._dynamo.utils.counters["stats"]["unique_graphs"] if use_compile else 0,
+        "graph_breaks": sum(torch._dynamo.utils.counters["graph_break"].values()) if use_compile else 0,
         "seconds_to_first_step": seconds_to_first_step,
         "checkpoints_written": saves.written,
         "checkpoint_seconds": saves.blocking_seconds,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from torch import Tensor
 
 
 @triton.jit
@@ -121,49 +122,91 @@ def fp8_shapes_fit(hidden: torch.Tensor, weight: torch.Tensor) -> bool:
     return all(n % 16 == 0 for n in (*hidden.shape, weight.shape[0]))
 
 
-class _HeadCrossEntropy(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        logits = hidden @ weight.t()
-        losses = cross_entropy_rows_(logits, targets)
-        ctx.save_for_backward(hidden, weight, logits)
-        return losses.mean()
-
-    @staticmethod
-    def backward(ctx, grad_loss: torch.Tensor):
-        hidden, weight, grad_logits = ctx.saved_tensors
-        scale = grad_loss.to(hidden.dtype)
-        grad_hidden = (grad_logits @ weight).mul_(scale)
-        grad_weight = (grad_logits.t() @ hidden).mul_(scale)
-        return grad_hidden, grad_weight, None
+@torch.library.custom_op("gpufleet::head_loss", mutates_args=())
+def _head_loss(hidden: Tensor, weight: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+    """(mean loss, its gradient at the logits) of ``hidden @ weight.T`` in bf16: the gradient overwrites the logits."""
+    logits = hidden @ weight.t()
+    return cross_entropy_rows_(logits, targets).mean(), logits
 
 
-class _HeadCrossEntropyFp8(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        hidden8, hidden_scale = to_e4m3(hidden)
-        weight8, weight_scale = to_e4m3(weight)
-        logits = torch._scaled_mm(
-            hidden8, weight8.t(), hidden_scale, weight_scale, out_dtype=torch.bfloat16, use_fast_accum=True
-        )
-        losses, grad = cross_entropy_rows_fp8(logits, targets)
-        del logits
-        ctx.save_for_backward(transposed(hidden8), hidden_scale, transposed(weight8), weight_scale, grad)
-        ctx.dtypes = hidden.dtype, weight.dtype
-        return losses.mean()
-
-    @staticmethod
-    def backward(ctx, grad_loss: torch.Tensor):
-        hidden8_t, hidden_scale, weight8_t, weight_scale, grad = ctx.saved_tensors
-        grad_scale = grad_loss.float() / (GRAD_SCALE * grad.shape[0])
-        grad_hidden = torch._scaled_mm(grad, weight8_t.t(), grad_scale, weight_scale, out_dtype=ctx.dtypes[0])
-        grad_weight = torch._scaled_mm(
-            transposed(grad), hidden8_t.t(), grad_scale, hidden_scale, out_dtype=ctx.dtypes[1]
-        )
-        return grad_hidden, grad_weight, None
+@_head_loss.register_fake
+def _head_loss_shapes(hidden, weight, targets):
+    return hidden.new_empty((), dtype=torch.float32), hidden.new_empty(hidden.shape[0], weight.shape[0])
 
 
-@torch.compiler.disable
+def _keep_for_backward(ctx, inputs, output) -> None:
+    hidden, weight, _ = inputs
+    ctx.save_for_backward(hidden, weight, output[1])
+
+
+def _backward(ctx, grad_loss: Tensor, _grad_logits):
+    hidden, weight, grad_logits = ctx.saved_tensors
+    scale = grad_loss.to(hidden.dtype)
+    return (grad_logits @ weight).mul_(scale), (grad_logits.t() @ hidden).mul_(scale), None
+
+
+_head_loss.register_autograd(_backward, setup_context=_keep_for_backward)
+
+
+@torch.library.custom_op("gpufleet::head_loss_fp8", mutates_args=())
+def _head_loss_fp8(hidden: Tensor, weight: Tensor, targets: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor,
+                                                                            Tensor]:
+    """The mean loss with FP8 products, and what backward reads: hidden and weight in e4m3, transposed, with their
+    scales, and the loss gradient at the logits times GRAD_SCALE in e5m2."""
+    hidden8, hidden_scale = to_e4m3(hidden)
+    weight8, weight_scale = to_e4m3(weight)
+    logits = torch._scaled_mm(
+        hidden8, weight8.t(), hidden_scale, weight_scale, out_dtype=torch.bfloat16, use_fast_accum=True
+    )
+    losses, grad = cross_entropy_rows_fp8(logits, targets)
+    del logits
+    return losses.mean(), transposed(hidden8), hidden_scale, transposed(weight8), weight_scale, grad
+
+
+@_head_loss_fp8.register_fake
+def _head_loss_fp8_shapes(hidden, weight, targets):
+    (rows, width), vocab = hidden.shape, weight.shape[0]
+
+    def scale() -> Tensor:
+        return hidden.new_empty((), dtype=torch.float32)
+
+    return (scale(), hidden.new_empty(width, rows, dtype=torch.float8_e4m3fn), scale(),
+            hidden.new_empty(width, vocab, dtype=torch.float8_e4m3fn), scale(),
+            hidden.new_empty(rows, vocab, dtype=torch.float8_e5m2))
+
+
+@torch.library.custom_op("gpufleet::head_loss_fp8_backward", mutates_args=())
+def _head_loss_fp8_backward(grad_loss: Tensor, hidden8_t: Tensor, hidden_scale: Tensor, weight8_t: Tensor,
+                            weight_scale: Tensor, grad: Tensor, hidden_dtype: torch.dtype,
+                            weight_dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """The gradients of hidden and weight: FP8 products of the e5m2 loss gradient, the weight gradient's through a
+    transposed copy of it (Hopper's FP8 products take both operands K-major only)."""
+    grad_scale = grad_loss.float() / (GRAD_SCALE * grad.shape[0])
+    grad_hidden = torch._scaled_mm(grad, weight8_t.t(), grad_scale, weight_scale, out_dtype=hidden_dtype)
+    grad_weight = torch._scaled_mm(transposed(grad), hidden8_t.t(), grad_scale, hidden_scale, out_dtype=weight_dtype)
+    return grad_hidden, grad_weight
+
+
+@_head_loss_fp8_backward.register_fake
+def _head_loss_fp8_backward_shapes(grad_loss, hidden8_t, hidden_scale, weight8_t, weight_scale, grad, hidden_dtype,
+                                   weight_dtype):
+    (rows, vocab), width = grad.shape, hidden8_t.shape[0]
+    return grad.new_empty(rows, width, dtype=hidden_dtype), grad.new_empty(vocab, width, dtype=weight_dtype)
+
+
+def _keep_for_fp8_backward(ctx, inputs, output) -> None:
+    hidden, weight, _ = inputs
+    ctx.save_for_backward(*output[1:])
+    ctx.dtypes = hidden.dtype, weight.dtype
+
+
+def _fp8_backward(ctx, grad_loss: Tensor, *_unused):
+    return (*_head_loss_fp8_backward(grad_loss, *ctx.saved_tensors, *ctx.dtypes), None)
+
+
+_head_loss_fp8.register_autograd(_fp8_backward, setup_context=_keep_for_fp8_backward)
+
+
 def head_cross_entropy(
     hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, fp8: bool = False
 ) -> torch.Tensor:
@@ -171,10 +214,10 @@ def head_cross_entropy(
 
     hidden: [tokens, width]; weight: [vocab, width]; targets: [tokens] int64. The products run in bf16 (fp32
     master weights are cast here, as autocast would), or with ``fp8`` in FP8 where every dimension is a multiple
-    of 16. Kept out of torch.compile's graph: the kernel is already fused.
+    of 16. Custom operators with their own backward, so torch.compile keeps the model in one graph around them.
     """
     targets = targets.contiguous()
     with torch.autocast(hidden.device.type, enabled=False):
         if fp8 and fp8_shapes_fit(hidden, weight):
-            return _HeadCrossEntropyFp8.apply(hidden, weight, targets)
-        return _HeadCrossEntropy.apply(hidden.to(torch.bfloat16), weight.to(torch.bfloat16), targets)
+            return _head_loss_fp8(hidden, weight, targets)[0]
+        return _head_loss(hidden.to(torch.bfloat16), weight.to(torch.bfloat16), targets)[0]

@@ -159,3 +159,25 @@ def test_model_with_fp8_head_matches_the_plain_path_within_fp8_rounding():
     losses = bf16_losses((plain, fp8), torch.randint(0, 256, (8, 65), device="cuda"))
     assert abs(losses[0] - losses[1]) / losses[0] < 3e-3
     assert 5e-3 < _relative(fp8.wte.weight.grad, plain.wte.weight.grad) < 5e-2
+
+
+@pytest.mark.parametrize("fp8", [False, True])
+def test_the_model_compiles_to_one_graph_around_the_fused_loss(fp8):
+    """The loss is a custom operator with its own backward: torch.compile traces the model in one graph
+    (``fullgraph`` raises at a graph break) and its loss and gradients are the uncompiled model's."""
+    from training.kernels.fused_loss import head_cross_entropy
+
+    fused = Fused(head_loss=head_cross_entropy, fp8_head=fp8)
+    _, eager = tiny_twins(32, DEVICE, fused=fused)
+    _, compiled = tiny_twins(32, DEVICE, fused=fused)
+    tokens = torch.randint(0, 256, (4, 33), device=DEVICE, generator=torch.Generator(device=DEVICE).manual_seed(3))
+    torch._dynamo.reset()
+    backend = "inductor" if CUDA else "aot_eager"  # on the CPU: AOT autograd's tracing, without Inductor's codegen
+    losses = []
+    for model in (eager, torch.compile(compiled, backend=backend, fullgraph=True)):
+        loss = model(tokens[:, :-1], tokens[:, 1:])
+        loss.backward()
+        losses.append(loss.item())
+    assert losses[0] == pytest.approx(losses[1], rel=1e-3)
+    for name in ("wte.weight", "blocks.0.mlp.up.weight", "ln_f.weight"):
+        assert _relative(compiled.get_parameter(name).grad, eager.get_parameter(name).grad) < 1e-2, name

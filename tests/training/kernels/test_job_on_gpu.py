@@ -27,8 +27,10 @@ def test_the_job_uses_every_kernel_this_gpu_passes(runs):
 
 
 def test_uneven_micro_batches_share_one_compiled_graph(runs):
+    """The memory probe compiles at the job's largest chunk (3 rows): that graph serves the chunks of 2 as well, and
+    the fused loss does not break it."""
     for run in runs.values():
-        assert run["micro_steps"] == 3 and run["compiled_graphs"] <= 2  # the forward, and its part after the loss
+        assert run["micro_steps"] == 3 and run["compiled_graphs"] == 1 and run["graph_breaks"] == 0
 
 
 def test_the_kernels_give_pytorchs_loss(runs):
