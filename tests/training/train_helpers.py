@@ -129,6 +129,24 @@ def bf16_losses(models, tokens: torch.Tensor) -> list[float]:
     return losses
 
 
+def zero_fills(run) -> list[str]:
+    """The tensors of zeros (or other fills) that ``run()`` allocates, by the ATen operators it dispatches."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Recorder(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Recorder() as recorder:
+        run()
+    return [name for name in recorder.names if any(word in name for word in ("zero", "full", "fill"))]
+
+
 @dataclass
 class Rank:
     """One rank of a job started by ``start_ranks``: its process and what it printed."""

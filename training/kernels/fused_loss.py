@@ -137,6 +137,7 @@ def _head_loss_shapes(hidden, weight, targets):
 def _keep_for_backward(ctx, inputs, output) -> None:
     hidden, weight, _ = inputs
     ctx.save_for_backward(hidden, weight, output[1])
+    ctx.set_materialize_grads(False)  # backward reads only the loss's gradient: no zeros as big as the logits
 
 
 def _backward(ctx, grad_loss: Tensor, _grad_logits):
@@ -198,6 +199,7 @@ def _keep_for_fp8_backward(ctx, inputs, output) -> None:
     hidden, weight, _ = inputs
     ctx.save_for_backward(*output[1:])
     ctx.dtypes = hidden.dtype, weight.dtype
+    ctx.set_materialize_grads(False)  # backward reads only the loss's gradient: no zeros for the others
 
 
 def _fp8_backward(ctx, grad_loss: Tensor, *_unused):

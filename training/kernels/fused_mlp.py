@@ -47,6 +47,7 @@ def _keep_for_backward(ctx, inputs, output) -> None:
     _, activated, pre = output
     ctx.save_for_backward(x, up_weight, down_weight, activated, pre)
     ctx.has_biases = up_bias is not None, down_bias is not None
+    ctx.set_materialize_grads(False)  # backward reads only the output's gradient: no zeros for the kept two
 
 
 def _backward(ctx, grad_y: Tensor, _grad_activated, _grad_pre):

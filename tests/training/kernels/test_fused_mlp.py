@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from train_helpers import bf16_losses, tiny_twins
+from train_helpers import bf16_losses, tiny_twins, zero_fills
 
 from training.kernels.cublaslt import _OP_T, plan
 from training.model import Fused
@@ -98,3 +98,17 @@ def test_model_with_fused_mlp_matches_the_plain_path_compiled(bias):
         mine, theirs = fused.blocks[0].get_parameter(name), plain.blocks[0].get_parameter(name)
         assert mine.grad.dtype == torch.float32
         assert _relative(mine.grad, theirs.grad) < 3e-2, name
+
+
+@needs_cuda
+def test_backward_allocates_no_gradient_for_what_forward_kept():
+    """GELU's input and output are outputs of the operator kept for backward: no gradient of zeros is filled for
+    them (two [tokens, 4 x width] tensors per layer)."""
+    from training.kernels.fused_mlp import _gelu_mlp
+
+    x = torch.randn(256, 64, device="cuda").bfloat16().requires_grad_()
+    up = (torch.randn(256, 64, device="cuda") * 0.1).bfloat16().requires_grad_()
+    down = (torch.randn(64, 256, device="cuda") * 0.1).bfloat16().requires_grad_()
+    y, _, _ = _gelu_mlp(x, up, None, down, None)
+    assert zero_fills(lambda: y.sum().backward()) == []
+    assert x.grad is not None and up.grad is not None and down.grad is not None
