@@ -19,6 +19,7 @@ from training.batching import StepSplit
 from training.config import ConfigError, TrainConfig
 from training.distributed import Dist
 from training.memory import AUTO_TOKENS, FILL, GIB, Footprint
+from training.model import GPT
 
 PARAMS = 3 * GIB
 PER_ROW = GIB // 2
@@ -217,3 +218,17 @@ def test_every_rank_picks_alike_from_the_largest_peak_and_any_ranks_out_of_memor
     for rank in range(2):
         (micro_batch, footprint), asked = picked[rank]
         assert asked == [32, 16] and micro_batch == 16 and footprint.step == 17 * GIB
+
+
+def test_the_optimizer_term_is_the_state_the_jobs_adamw_keeps(tmp_path):
+    """memory.state_bytes' AdamW term against the optimizer state the real job wrote after its first step (the
+    moments; the step counts are a scalar per parameter)."""
+    from train_helpers import train as run_job
+
+    run_job(["--steps", "1", "--global-batch", "2", "--micro-batch", "1", "--eval-every", "0",
+             "--checkpoint-every", "1", "--run-dir", str(tmp_path)])
+    state = torch.load(next((tmp_path / "checkpoints").glob("step_*")) / "state.pt", weights_only=False)
+    moments = [tensor for per_param in state["optimizer"]["state"].values() for name, tensor in per_param.items()
+               if name != "step"]
+    model = GPT.from_config(TrainConfig(**state["config"]), half=False)  # the tied head counted once
+    assert sum(t.numel() * t.element_size() for t in moments) == memory.state_bytes(list(model.parameters()))[1] > 0
