@@ -5,11 +5,12 @@ error on every rank.
 The job's own step (compiled, under DDP, with its kernels) runs at those rows, twice: the first call compiles, and
 torch.compile takes decisions from the sizes it first sees, so probing at other rows would compile a graph the job
 never runs (and that graph's memory). The second call is measured, and runs as every micro-step after a step's first
-does: with the gradients of the one before held. A line through a few small micro-steps is not enough: the peak is
-not affine in the rows (on an H200 such a line fell 6.5% short of gpt2's peak at 64 rows, ``benchmarks/TRAINING.md``).
-AdamW's two moments, allocated at the first optimizer step, are added exactly. A micro-batch that does not fit is
-followed by smaller ones, each measured. On the CPU nothing is measured: only a configured limit is checked, against
-the state.
+does: with the gradients of the one before held. A line through micro-steps of 2 and 4 rows without them fell
+6.5% short of gpt2's peak at 64 rows with the job's kernels on an H200 (``benchmarks/TRAINING.md``): the gradients
+(0.46 GiB), and 24 MiB per row that the peaks at 47 and 64 rows grow by beyond the line's slope, in a graph compiled
+for other sizes. AdamW's two moments, allocated at the first optimizer step, are added exactly. A micro-batch that
+does not fit is followed by smaller ones, each measured. On the CPU nothing is measured: only a configured limit is
+checked, against the state.
 """
 
 from __future__ import annotations
