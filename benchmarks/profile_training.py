@@ -101,7 +101,7 @@ class ClockSampler(threading.Thread):
                 return
 
 
-def run_variant(name: str, model_name: str, micro_batch: int, steps: int, trace_dir: str) -> dict:
+def run_variant(name: str, model_name: str, micro_batch: int, global_batch: int, steps: int, trace_dir: str) -> dict:
     """Measure one variant in this process (on the CPU, a smoke run: no compile, no autocast, no fused loss)."""
     from training import compile_cache
 
@@ -115,7 +115,7 @@ def run_variant(name: str, model_name: str, micro_batch: int, steps: int, trace_
     from training.metrics import mfu, peak_tflops
     from training.model import GPT, Fused, select_attention_backend
 
-    settings = {"model": model_name, "micro_batch": micro_batch, **VARIANTS[name]}
+    settings = {"model": model_name, "micro_batch": micro_batch, "global_batch": global_batch, **VARIANTS[name]}
     keep = settings.pop("keep", (True, True, True))
     cfg = TrainConfig(**settings)
     cuda = torch.cuda.is_available()
@@ -247,13 +247,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default="base", help=f"comma-separated, from: {', '.join(VARIANTS)}")
     parser.add_argument("--model", default="gpt2", help="named model size")
     parser.add_argument("--micro-batch", type=int, default=64)
+    parser.add_argument("--global-batch", type=int, default=512,
+                        help="sequences per optimizer step: the full steps' micro-step count (the job's default)")
     parser.add_argument("--steps", type=int, default=10, help="timed micro-steps per variant")
     parser.add_argument("--timeout", type=float, default=240, help="seconds per variant, compilation included")
     parser.add_argument("--trace-dir", default="", help="keep each variant's Chrome trace (3 micro-steps) here")
     parser.add_argument("--one", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
-        print(json.dumps(run_variant(args.one, args.model, args.micro_batch, args.steps, args.trace_dir)))
+        result = run_variant(args.one, args.model, args.micro_batch, args.global_batch, args.steps, args.trace_dir)
+        print(json.dumps(result))
         return 0
     names = args.variants.split(",")
     unknown = [name for name in names if name not in VARIANTS]
@@ -270,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
             args.model,
             "--micro-batch",
             str(args.micro_batch),
+            "--global-batch",
+            str(args.global_batch),
             "--steps",
             str(args.steps),
             "--trace-dir",

@@ -1,4 +1,5 @@
-"""The profiling benchmark runs end to end on the CPU (a smoke run: tiny model, no compile) and names bad variants."""
+"""The profiling benchmark runs end to end on the CPU (a smoke run: tiny model, no compile, two micro-steps per
+optimizer step) and names bad variants."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "profile_training.
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, str(SCRIPT), "--model", "tiny", "--micro-batch", "2", "--steps", "1", *args]
+    command = [sys.executable, str(SCRIPT), "--model", "tiny", "--micro-batch", "2", "--global-batch", "4", "--steps",
+               "1", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 
