@@ -155,7 +155,7 @@ def job(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
         yield Problem(_at("ranksPerNode"), f"{spec.ranks_per_node} ranks but {row.name} has {row.gpus} GPUs.",
                       f"use at most {row.gpus}, or leave it unset for one rank per GPU.")
     counts = spec.counts
-    if not counts.min <= counts.desired <= counts.max:
+    if not counts.min <= counts.desired <= counts.max or not {"globalBatch", "microBatch"} & set(spec.job):
         return
     sizes = sorted({counts.min, counts.desired, counts.max})
     uneven = [n for n in sizes if config.global_batch % (config.micro_batch * n * ranks)]

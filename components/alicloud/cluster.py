@@ -34,6 +34,7 @@ class AliCluster(pulumi.ComponentResource):
         self.outputs: dict[str, Any] = {
             **plan_outputs(plan),
             "headInstanceId": head.instance.id,
+            "image": head.instance.image_id,
             "workerGroup": workers.group.id if workers else None,
             "deploymentSet": head.deployment_set.id if head.deployment_set else None,
             "securityGroupId": security.group.id,

@@ -8,6 +8,7 @@ import pulumi_alicloud as alicloud
 from components.alicloud.nodes import disk_args, erdma_interfaces, traffic_mode
 from components.plan.model import ClusterPlan
 from components.realizers.encoding import gzip_base64
+from components.realizers.images import image_ignore_changes
 
 
 def _reservation(plan: ClusterPlan) -> dict:
@@ -38,7 +39,8 @@ class AliHead(pulumi.ComponentResource):
             internet_max_bandwidth_out=0, http_endpoint="enabled", http_tokens="required",
             enable_jumbo_frame=plan.network.mtu > 1500, user_data=gzip_base64(plan.head.user_data),
             deployment_set_id=self.deployment_set.id if self.deployment_set else None, tags=tags, volume_tags=tags,
-            opts=child, **disk_args(plan), **_reservation(plan))
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=image_ignore_changes(plan.image)),
+            **disk_args(plan), **_reservation(plan))
         # The node role on the head.
         alicloud.ecs.RamRoleAttachment(f"{name}-head-role", instance_id=self.instance.id, ram_role_name=role_name,
                                        opts=child)

@@ -8,6 +8,7 @@ import pulumi_alicloud as alicloud
 from components.alicloud.nodes import disk_args, traffic_mode
 from components.plan.model import ClusterPlan
 from components.realizers.encoding import gzip_base64
+from components.realizers.images import image_ignore_changes
 
 # CloudMonitor agent metric of average GPU utilisation that ESS target tracking can follow (name unconfirmed).
 GPU_METRIC = "GpuUtilizationAgent"
@@ -63,7 +64,9 @@ class AliWorkers(pulumi.ComponentResource):
             instance_type=plan.instance.name, image_id=plan.image.ref, network_interfaces=_interfaces(plan, group_id),
             role_name=role_name, user_data=gzip_base64(plan.worker.user_data), http_endpoint="enabled",
             internet_max_bandwidth_out=0, instance_name=f"{name}-worker", tags=tags, active=True, enable=True,
-            force_delete=True, opts=child, **disk_args(plan), **_spot(plan), **_reservation(plan))
+            force_delete=True,
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=image_ignore_changes(plan.image)),
+            **disk_args(plan), **_spot(plan), **_reservation(plan))
         if scaling.gpu_util_target is not None:
             # Scale on the average GPU utilisation of the group.
             alicloud.ess.ScalingRule(

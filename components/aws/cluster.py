@@ -31,6 +31,7 @@ class AwsCluster(pulumi.ComponentResource):
         self.outputs: dict[str, Any] = {
             **plan_outputs(plan),
             "headInstanceId": self.compute.head.id,
+            "image": self.compute.head.ami,
             "workerGroup": self.compute.workers.name if self.compute.workers else None,
             "placementGroup": self.compute.placement_group.name if self.compute.placement_group else None,
             "securityGroupId": security.group.id,

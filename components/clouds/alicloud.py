@@ -5,21 +5,9 @@ Spot and deployment sets: spot instances cannot be created in a deployment set, 
 LowLatency deployment set; workers, spot or not, are placed by zone (one vSwitch), which eRDMA spans.
 """
 
-from collections.abc import Iterable
 from types import MappingProxyType
 
-from components.clouds.base import CAPACITY_BLOCK, WARM_POOL, CloudProfile
-from components.errors import Problem
-from components.spec import ClusterSpec
-from components.stackfile import CLUSTER_KEY
-
-
-def explicit_image(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
-    """No deep-learning image alias is known here: the stack names an image and the node installs the driver."""
-    if spec.image == "auto":
-        yield Problem(f"{CLUSTER_KEY}.image", f"`auto` names no deep-learning image on {spec.cloud}.",
-                      "set image to an OS image id of the region, e.g. ubuntu_22_04_x64_20G_alibase_20240130.vhd on "
-                      "Alibaba Cloud or img-487zeit5 on Tencent Cloud; the node installs the driver.")
+from components.clouds.base import CAPACITY_BLOCK, WARM_POOL, AutoImage, CloudProfile, ImageQuery
 
 ALICLOUD = CloudProfile(
     name="alicloud",
@@ -44,5 +32,7 @@ ALICLOUD = CloudProfile(
         WARM_POOL: "ESS standby instances are not exposed by pulumi_alicloud 4.0.0's scaling group.",
     }),
     pulumi_provider="pulumi_alicloud",
-    rules=(explicit_image,),
+    # No public image carries NVIDIA's driver: `auto` is the newest Ubuntu 22.04 system image, found at deploy time,
+    # and the node installs the pinned driver stack.
+    auto_image=AutoImage(lookup=ImageQuery(os="ubuntu", version="22.04")),
 )

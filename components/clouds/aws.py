@@ -2,7 +2,7 @@
 
 from types import MappingProxyType
 
-from components.clouds.base import CloudProfile
+from components.clouds.base import AutoImage, CloudProfile
 
 AWS = CloudProfile(
     name="aws",
@@ -23,4 +23,9 @@ AWS = CloudProfile(
         "lowest-price": "lowest-price",
     }),
     pulumi_provider="pulumi_aws",
+    # The Deep Learning AMI through its SSM parameter: driver, CUDA, EFA and aws-ofi-nccl preinstalled, resolved by
+    # EC2 at every launch (docs/cloud-facts.md, AWS).
+    auto_image=AutoImage(
+        alias="resolve:ssm:/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+        has_drivers=True),
 )

@@ -21,6 +21,32 @@ GPU_UTIL_SCALING = "scaling on GPU utilisation"
 
 
 @dataclass(frozen=True)
+class ImageQuery:
+    """The image `image: auto` stands for where the cloud has no alias: the newest public build of this OS."""
+
+    os: str
+    version: str
+
+
+@dataclass(frozen=True)
+class AutoImage:
+    """What `image: auto` is on a cloud: an alias the cloud resolves at every launch, or a look-up at deploy time."""
+
+    alias: str | None = None
+    lookup: ImageQuery | None = None
+    has_drivers: bool = False
+
+
+def gpufleet_bucket(name: str, digest: str, region: str, account_id: str | None) -> str:
+    """The default checkpoint bucket: the cluster's name and a short hash of where it lives."""
+    return f"gpufleet-{name}-{digest}"[:63]
+
+
+def no_account(bucket: str) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
 class CloudProfile:
     """Facts of one cloud that decide a plan: fabrics, endpoints, MTUs, limits and unsupported features."""
 
@@ -41,5 +67,10 @@ class CloudProfile:
     spot_strategies: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     unsupported: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     pulumi_provider: str = ""
+    auto_image: AutoImage = AutoImage()
+    # The default bucket's name (some clouds put the account id in it) and the account id a bucket name carries.
+    bucket_name: Callable[[str, str, str, str | None], str] = gpufleet_bucket
+    bucket_account: Callable[[str], str | None] = no_account
+    account_in_bucket: bool = False
     # Rules only this cloud needs (e.g. spot inside a deployment set); run after the common ones.
     rules: tuple[Callable[[ClusterSpec, CloudProfile], Iterable[Problem]], ...] = ()

@@ -2,7 +2,7 @@
 
 from types import MappingProxyType
 
-from components.clouds.base import CAPACITY_BLOCK, GPU_UTIL_SCALING, RESERVATION, WARM_POOL, CloudProfile
+from components.clouds.base import CAPACITY_BLOCK, GPU_UTIL_SCALING, RESERVATION, WARM_POOL, AutoImage, CloudProfile
 
 LOCAL = CloudProfile(
     name="local",
@@ -19,4 +19,6 @@ LOCAL = CloudProfile(
         WARM_POOL: "a local cluster keeps no standby nodes.",
         GPU_UTIL_SCALING: "a local cluster does not autoscale.",
     }),
+    # Local nodes are this machine: no image, and no driver stack to install.
+    auto_image=AutoImage(alias="local", has_drivers=True),
 )

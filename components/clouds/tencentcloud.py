@@ -13,14 +13,23 @@ from types import MappingProxyType
 
 from components import catalog
 from components.catalog import InstanceType
-from components.clouds.alicloud import explicit_image
-from components.clouds.base import CAPACITY_BLOCK, GPU_UTIL_SCALING, RESERVATION, WARM_POOL, CloudProfile
+from components.clouds.base import (
+    CAPACITY_BLOCK,
+    GPU_UTIL_SCALING,
+    RESERVATION,
+    WARM_POOL,
+    AutoImage,
+    CloudProfile,
+    ImageQuery,
+)
 from components.errors import Problem
 from components.spec import ClusterSpec
 from components.stackfile import CLUSTER_KEY
 
 # COS bucket names end in the account's APPID: <name>-<appid>.
 BUCKET_WITH_APPID = re.compile(r"^[a-z0-9-]+-(\d{6,})$")
+# <name>-<appid>.cos.<region>.myqcloud.com is at most 60 characters (docs/cloud-facts-plan.md, Tencent Cloud: COS).
+COS_DOMAIN_MAX = 60
 
 
 def is_hcc(row: InstanceType) -> bool:
@@ -28,9 +37,17 @@ def is_hcc(row: InstanceType) -> bool:
     return row.fabric == "rdma"
 
 
-def bucket_appid(bucket: str) -> str:
-    """The APPID a COS bucket name ends with (the spec guarantees it)."""
-    return BUCKET_WITH_APPID.match(bucket)[1]
+def bucket_appid(bucket: str) -> str | None:
+    """The APPID a COS bucket name ends with."""
+    match = BUCKET_WITH_APPID.match(bucket)
+    return match[1] if match else None
+
+
+def cos_bucket(name: str, digest: str, region: str, appid: str | None) -> str:
+    """The default bucket, <name>-<hash>-<APPID>: the cluster's name cut to what COS's domain limit leaves (six
+    characters or more in every region)."""
+    room = COS_DOMAIN_MAX - len(f"-{digest}-{appid}.cos.{region}.myqcloud.com")
+    return f"{name[:room].rstrip('-')}-{digest}-{appid}"
 
 
 def _at(path: str) -> str:
@@ -65,10 +82,12 @@ def hcc(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
 
 
 def bucket_name(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    """A bucket the stack names must end in the APPID; without one, the default is named after the account's."""
     bucket = spec.storage.checkpoint_bucket
-    if bucket is None or not BUCKET_WITH_APPID.match(bucket):
+    if bucket is not None and not BUCKET_WITH_APPID.match(bucket):
         yield Problem(_at("storage.checkpointBucket"), f"{bucket!r} does not end in the account's APPID; COS bucket "
-                      "names are <name>-<APPID>.", "set it like gpufleet-ckpt-1250000000 (your APPID).")
+                      "names are <name>-<APPID>.", "set it like gpufleet-ckpt-1250000000 (your APPID), or remove "
+                      "it for a bucket named after the cluster and the account.")
 
 
 TENCENTCLOUD = CloudProfile(
@@ -89,5 +108,11 @@ TENCENTCLOUD = CloudProfile(
         GPU_UTIL_SCALING: "AS scaling policies only track CPU, memory and traffic metrics, not GPU utilisation.",
     }),
     pulumi_provider="tencentcloud_iac_pulumi",
-    rules=(explicit_image, international_spot, spot_price, hcc, bucket_name),
+    # No public image carries NVIDIA's driver: `auto` is the newest Ubuntu 22.04 public image, found at deploy time,
+    # and the node installs the pinned driver stack.
+    auto_image=AutoImage(lookup=ImageQuery(os="ubuntu", version="22.04")),
+    bucket_name=cos_bucket,
+    bucket_account=bucket_appid,
+    account_in_bucket=True,
+    rules=(international_spot, spot_price, hcc, bucket_name),
 )

@@ -114,6 +114,7 @@ class StoragePlan:
     """Where checkpoints and the training code bundle live, and each node's root volume."""
 
     bucket: str
+    account_id: str | None  # the account id the bucket's name carries, where the cloud's names carry one
     checkpoint_prefix: str
     checkpoint_uri: str
     code_key: str
@@ -124,11 +125,17 @@ class StoragePlan:
 
 @dataclass(frozen=True)
 class ImagePlan:
-    """The machine image: a cloud-side alias (SSM parameter, image family) or a literal id."""
+    """The machine image: the id the stack names, a cloud-side alias the cloud resolves at each launch, or the id a
+    deploy-time look-up found for `image: auto`.
+
+    A looked-up image is pinned: the realizer keeps each node's image when a later look-up finds a newer one, so
+    `pulumi up` never rolls nodes because the cloud published an image (docs/design.md, "Images").
+    """
 
     ref: str
-    is_alias: bool
-    has_drivers: bool
+    source: str  # "stack" | "alias" | "lookup"
+    has_drivers: bool  # False: a plain OS image, the node installs the pinned driver stack
+    pinned: bool
 
 
 @dataclass(frozen=True)

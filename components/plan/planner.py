@@ -12,6 +12,7 @@ from components.clouds import profile
 from components.clouds.base import CloudProfile
 from components.plan.cost import plan_cost
 from components.plan.fabric import plan_fabric
+from components.plan.facts import DeployFacts
 from components.plan.firewall import plan_firewall
 from components.plan.model import ClusterPlan, ImagePlan, MarketPlan, RolePlan, ScalingPlan, StoragePlan
 from components.plan.network import plan_network
@@ -20,35 +21,37 @@ from components.rules import ranks_per_node
 from components.spec import ClusterSpec
 
 METRICS_PORTS = (9100, 9400)
-# Deep-learning images per cloud: driver, CUDA, NCCL and the fabric stack preinstalled.
-DL_IMAGES = {
-    "aws": "resolve:ssm:/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
-    "local": "local",
-}
 
 
-def _bucket_name(spec: ClusterSpec, name: str) -> str:
-    """Deterministic and globally unlikely to clash: the stack's name plus a short hash of where it lives."""
+def _bucket(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFacts) -> tuple[str, str | None]:
+    """The stack's bucket, else one named after the cluster plus a short hash of where it lives (deterministic and
+    unlikely to clash); with the account id the cloud's bucket names carry, if any."""
     if spec.storage.checkpoint_bucket:
-        return spec.storage.checkpoint_bucket
+        return spec.storage.checkpoint_bucket, cloud.bucket_account(spec.storage.checkpoint_bucket)
     digest = hashlib.sha256(f"{spec.cloud}/{spec.region}/{spec.zone}/{name}".encode()).hexdigest()[:8]
-    return f"gpufleet-{name}-{digest}"[:63]
+    return cloud.bucket_name(name, digest, spec.region, facts.account_id), facts.account_id
 
 
-def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str) -> StoragePlan:
-    bucket = _bucket_name(spec, name)
+def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFacts) -> StoragePlan:
+    bucket, account = _bucket(spec, cloud, name, facts)
     sha = bundle_sha256()
     code_key = f"code/{sha}.tar.gz"
     root = f"file:///tmp/gpufleet-{name}/bucket" if cloud.bucket_scheme == "file" else f"{cloud.bucket_scheme}://{bucket}"
-    return StoragePlan(bucket=bucket, checkpoint_prefix="checkpoints", checkpoint_uri=f"{root}/checkpoints",
-                       code_key=code_key, code_uri=f"{root}/{code_key}", code_sha256=sha,
-                       root_volume_gb=spec.storage.root_volume_gb)
+    return StoragePlan(bucket=bucket, account_id=account, checkpoint_prefix="checkpoints",
+                       checkpoint_uri=f"{root}/checkpoints", code_key=code_key, code_uri=f"{root}/{code_key}",
+                       code_sha256=sha, root_volume_gb=spec.storage.root_volume_gb)
 
 
-def _image(spec: ClusterSpec) -> ImagePlan:
-    if spec.image == "auto":
-        return ImagePlan(ref=DL_IMAGES.get(spec.cloud, "auto"), is_alias=True, has_drivers=True)
-    return ImagePlan(ref=spec.image, is_alias=False, has_drivers=False)
+def _image(spec: ClusterSpec, cloud: CloudProfile, facts: DeployFacts) -> ImagePlan:
+    """The stack's image; else the cloud's alias for `auto`; else the image the deploy-time look-up found, pinned."""
+    if spec.image != "auto":
+        return ImagePlan(ref=spec.image, source="stack", has_drivers=False, pinned=False)
+    auto = cloud.auto_image
+    if auto.alias is not None:
+        return ImagePlan(ref=auto.alias, source="alias", has_drivers=auto.has_drivers, pinned=False)
+    if facts.image_id is None:
+        raise ValueError(f"image: auto on {spec.cloud} needs the deploy-time image look-up (components.plan.facts)")
+    return ImagePlan(ref=facts.image_id, source="lookup", has_drivers=auto.has_drivers, pinned=True)
 
 
 def _market(spec: ClusterSpec, cloud: CloudProfile) -> MarketPlan:
@@ -72,8 +75,10 @@ def job_args(job: dict) -> tuple[str, ...]:
                  for key, value in sorted(job.items()))
 
 
-def plan(spec: ClusterSpec, stack: str) -> ClusterPlan:
-    """Decide the whole cluster for a spec that passed `components.rules.check`."""
+def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None) -> ClusterPlan:
+    """Decide the whole cluster for a spec that passed `components.rules.validate`, with the deploy-time facts its
+    `lookups` asked for."""
+    facts = facts or DeployFacts()
     cloud = profile(spec.cloud)
     row = catalog.lookup(spec.cloud, spec.instance_type)
     name = spec.name or stack
@@ -82,8 +87,8 @@ def plan(spec: ClusterSpec, stack: str) -> ClusterPlan:
     market = _market(spec, cloud)
     scaling = ScalingPlan(nodes_min=spec.counts.min, nodes_desired=spec.counts.desired, nodes_max=spec.counts.max,
                           gpu_util_target=spec.autoscaling.gpu_util_target, standby=spec.autoscaling.standby)
-    storage = _storage(spec, cloud, name)
-    image = _image(spec)
+    storage = _storage(spec, cloud, name, facts)
+    image = _image(spec, cloud, facts)
     nproc = ranks_per_node(spec, row)
     torchrun = _torchrun(spec, network.head_address, nproc, name)
     firewall = plan_firewall(fabric.kind, spec.network.port_range, spec.network.rendezvous_port, METRICS_PORTS,

@@ -50,6 +50,7 @@ class TcCluster(pulumi.ComponentResource):
         self.outputs: dict[str, Any] = {
             **plan_outputs(plan),
             "headInstanceId": head.id,
+            "image": head.image_id,
             "workerGroups": {market: group.id for market, group in groups.groups.items()} if groups else None,
             "workerInstanceIds": [worker.id for worker in workers] or None,
             "hpcClusterId": hpc.id if hpc else None,

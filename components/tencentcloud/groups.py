@@ -8,6 +8,7 @@ import tencentcloud_iac_pulumi as tencentcloud
 
 from components.plan.model import ClusterPlan
 from components.realizers.encoding import gzip_base64
+from components.realizers.images import image_ignore_changes
 from components.tencentcloud.nodes import SYSTEM_DISK, Placement, market_args
 
 
@@ -37,7 +38,9 @@ class TcWorkerGroups(pulumi.ComponentResource):
                 system_disk_type=SYSTEM_DISK, system_disk_size=plan.storage.root_volume_gb,
                 cam_role_name=where.role_name, user_data=gzip_base64(plan.worker.user_data), public_ip_assigned=False,
                 disaster_recover_group_ids=[where.spread_group_id] if where.spread_group_id else None,
-                instance_tags=tags, tags=tags, opts=child, **market_args(plan, market == "spot", "as"))
+                instance_tags=tags, tags=tags,
+                opts=pulumi.ResourceOptions(parent=self, ignore_changes=image_ignore_changes(plan.image)),
+                **market_args(plan, market == "spot", "as"))
             # The group of this market, in the nodes' subnet.
             self.groups[market] = tencentcloud.as_.ScalingGroup(
                 f"{name}-{market}-workers", scaling_group_name=f"{name}-{market}", configuration_id=config.id,

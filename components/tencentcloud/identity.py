@@ -7,13 +7,12 @@ import json
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.clouds.tencentcloud import bucket_appid
 from components.plan.model import ClusterPlan
 
 
 def node_policy(plan: ClusterPlan) -> dict:
     """Least privilege: read/write one bucket; list the cluster's nodes and take a failed one out of its group."""
-    bucket = f"qcs::cos:{plan.region}:uid/{bucket_appid(plan.storage.bucket)}:{plan.storage.bucket}"
+    bucket = f"qcs::cos:{plan.region}:uid/{plan.storage.account_id}:{plan.storage.bucket}"
     return {
         "version": "2.0",
         "statement": [

@@ -7,6 +7,7 @@ import tencentcloud_iac_pulumi as tencentcloud
 
 from components.plan.model import ClusterPlan, RolePlan
 from components.realizers.encoding import gzip_base64
+from components.realizers.images import image_ignore_changes
 from components.tencentcloud.nodes import SYSTEM_DISK, Placement, market_args
 
 
@@ -21,7 +22,10 @@ def cvm_instance(resource_name: str, plan: ClusterPlan, role: RolePlan, where: P
         orderly_security_groups=[where.group_id], allocate_public_ip=False, system_disk_type=SYSTEM_DISK,
         system_disk_size=plan.storage.root_volume_gb, cam_role_name=where.role_name,
         user_data=gzip_base64(role.user_data), hpc_cluster_id=where.hpc_cluster_id,
-        placement_group_id=where.spread_group_id, tags=tags, opts=opts, **market_args(plan, spot, "instance"))
+        placement_group_id=where.spread_group_id, tags=tags,
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+            ignore_changes=image_ignore_changes(plan.image))),
+        **market_args(plan, spot, "instance"))
 
 
 def hcc_workers(name: str, plan: ClusterPlan, where: Placement,

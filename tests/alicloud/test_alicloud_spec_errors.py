@@ -56,11 +56,6 @@ def test_zone_outside_the_region(ali):
     assert "not a zone of region 'cn-wulanchabu'" in problem.message
 
 
-def test_auto_image_names_none(ali):
-    problem = problems(ali(image="auto"))["gpufleet:cluster.image"]
-    assert "no deep-learning image on alicloud" in problem.message and "image id" in problem.fix
-
-
 def test_capacity_block_is_unsupported(ali):
     problem = problems(ali(market={"onDemandBase": 2, "reservationId": "cr-1", "capacityBlock": True}))[
         "gpufleet:cluster.market.capacityBlock"]
