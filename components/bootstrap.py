@@ -7,21 +7,19 @@ else (the other node scripts, the systemd units, the monitoring config) comes wi
 (components.bundle), whose hash user-data names, so any change still rolls the nodes.
 On a cloud, runcmd runs `gpufleet-node install` (bundle -> scripts and units) and enables the units: gate (driver,
 fabric, health) -> training, with the spot watcher, the checkpoint sync and the exporters beside it. In local mode
-`install_files` writes the same files under a node root and the local cluster runs
-`GPUFLEET_ROOT=<root> <root>/opt/gpufleet/bin/gpufleet-node start` (install, gate, training) in the node's namespace.
+the local cluster's cloud-config installer (components.local.cloudconfig) writes the same files under a node root
+and runs `GPUFLEET_ROOT=<root> <root>/opt/gpufleet/bin/gpufleet-node start` (install, gate, training) in the node's
+namespace.
 No secret is ever rendered: nodes reach buckets and cloud APIs through their instance role.
 """
 
 from __future__ import annotations
 
-import base64
-import gzip
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
-import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 CLOUD_INIT = REPO / "cloud-init"
@@ -35,6 +33,9 @@ ENTRY = f"{BIN}/gpufleet-node"
 SPOT_POLL_S = 5  # FACTS.md: poll the notice every 5 s
 SPOT_GRACE_S = 90  # AWS gives 120 s: leave time to push the checkpoint after the job wrote it
 CKPT_SYNC_S = 300
+# A fresh node's role credentials and NAT route can lag cloud-init: the bundle fetch retries this often, this far apart.
+BUNDLE_FETCH_TRIES = 20
+BUNDLE_FETCH_WAIT_S = 15
 IMAGES = {
     "dcgm_exporter": "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04",
     "prometheus": "prom/prometheus:v3.5.0",
@@ -61,10 +62,7 @@ class NodeBootstrap:
     port_range: tuple[int, int] | None  # when set: net.ipv4.ip_local_port_range pinned to it
     head_address: str  # fixed private IP of the head node (c10d rendezvous host)
     rendezvous_port: int  # 29400
-    nnodes_min: int
-    nnodes_max: int
-    nproc_per_node: int
-    job_args: tuple[str, ...]  # extra CLI args for `python -m training.train`
+    command: tuple[str, ...]  # the role's torchrun argv, with the slots gpufleet-train fills (RolePlan.command)
     checkpoint_dir: str  # local dir on the node where the job writes checkpoints
     checkpoint_uri: str  # "s3://bucket/prefix", "oss://…", "cos://…" or "file:///path" (local)
     code_uri: str  # the training code bundle (tar.gz of training/) named by its hash
@@ -105,7 +103,7 @@ def _quote(value: object) -> str:
     return "'" + str(value).replace("'", "'\\''") + "'"
 
 
-def _shell_value(value: object) -> str:
+def shell_value(value: object) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, (tuple, list)):
@@ -130,14 +128,14 @@ def node_env(node: NodeBootstrap) -> str:
         "port_range": " ".join(map(str, node.port_range)) if node.port_range else "",
         "head_address": node.head_address,
         "rendezvous_port": node.rendezvous_port,
-        "nnodes": f"{node.nnodes_min}:{node.nnodes_max}",
-        "nproc_per_node": node.nproc_per_node,
-        "job_args": node.job_args,
+        "command": node.command,
         "checkpoint_dir": node.checkpoint_dir,
         "checkpoint_uri": node.checkpoint_uri,
         "ckpt_sync_s": CKPT_SYNC_S,
         "code_uri": node.code_uri,
         "code_sha256": node.code_sha256,
+        "bundle_fetch_tries": BUNDLE_FETCH_TRIES,
+        "bundle_fetch_wait_s": BUNDLE_FETCH_WAIT_S,
         "spot": node.spot,
         "spot_notice_url": node.spot_notice_url,
         "spot_poll_s": SPOT_POLL_S,
@@ -161,7 +159,7 @@ def node_env(node: NodeBootstrap) -> str:
     lines = [
         f"# gpufleet settings for {node.cluster} {node.role} nodes; sourced by {BIN}/gpufleet-lib.sh.",
         "# shellcheck disable=SC2034",
-        *(f"GF_{key.upper()}={_shell_value(value)}" for key, value in settings.items()),
+        *(f"GF_{key.upper()}={shell_value(value)}" for key, value in settings.items()),
     ]
     return "\n".join(lines) + "\n"
 
@@ -230,34 +228,3 @@ def _started_by_timer(unit: str, node: NodeBootstrap) -> bool:
 def _indent(text: str, spaces: int) -> str:
     pad = " " * spaces
     return "".join(pad + line if line.strip() else line for line in text.splitlines(keepends=True))
-
-
-def encode_user_data(user_data: str) -> str:
-    """What a realizer hands the cloud: base64 of the gzip-compressed user-data. cloud-init decompresses gzip user-data
-    itself; compressing the whole document keeps the largest role under the 16 KB limit of every cloud while the
-    rendered text stays plain and reviewable."""
-    return base64.b64encode(gzip.compress(user_data.encode(), compresslevel=9, mtime=0)).decode()
-
-
-def user_data_base64(node: NodeBootstrap) -> str:
-    """`encode_user_data(render_user_data(node))`: the value for launch templates and scaling configurations."""
-    return encode_user_data(render_user_data(node))
-
-
-def user_data_files(user_data: str) -> list[NodeFile]:
-    """The write_files of rendered user-data, decoded: what cloud-init would write."""
-    files = []
-    for entry in yaml.safe_load(user_data).get("write_files", []):
-        files.append(NodeFile(entry["path"], entry["content"].encode(), entry.get("permissions", "0644")))
-    return files
-
-
-def install_files(user_data: str, root: Path) -> Path:
-    """Write the user-data's files under a node root (local mode); returns the entry script to run as
-    `GPUFLEET_ROOT=<root> <entry> start`."""
-    for f in user_data_files(user_data):
-        target = root / f.path.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(f.content)
-        target.chmod(int(f.mode, 8))
-    return root / ENTRY.lstrip("/")

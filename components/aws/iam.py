@@ -7,14 +7,12 @@ import json
 import pulumi
 import pulumi_aws as aws
 
-from components.plan.model import ClusterPlan
 
-
-def node_policy(plan: ClusterPlan) -> dict:
+def node_policy(cluster: str, bucket_name: str) -> dict:
     """Least privilege: read/write one bucket; tag and mark unhealthy only resources of this cluster."""
-    bucket = f"arn:aws:s3:::{plan.storage.bucket}"
-    own = {"StringEquals": {"aws:ResourceTag/gpufleet:cluster": plan.name}}
-    own_group = {"StringEquals": {"autoscaling:ResourceTag/gpufleet:cluster": plan.name}}
+    bucket = f"arn:aws:s3:::{bucket_name}"
+    own = {"StringEquals": {"aws:ResourceTag/gpufleet:cluster": cluster}}
+    own_group = {"StringEquals": {"autoscaling:ResourceTag/gpufleet:cluster": cluster}}
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -34,18 +32,19 @@ def node_policy(plan: ClusterPlan) -> dict:
 class AwsIdentity(pulumi.ComponentResource):
     """Role, inline policy and instance profile for every node."""
 
-    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, *, cluster: str, bucket: str, tags: dict[str, str],
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:aws:Identity", f"{name}-identity", None, opts)
         child = pulumi.ResourceOptions(parent=self)
         assume = {"Version": "2012-10-17", "Statement": [
             {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
         # The role EC2 assumes for the nodes.
-        self.role = aws.iam.Role(f"{name}-node-role", assume_role_policy=json.dumps(assume), tags=plan.tag_map,
+        self.role = aws.iam.Role(f"{name}-node-role", assume_role_policy=json.dumps(assume), tags=tags,
                                  opts=child)
         # Its only permissions.
-        aws.iam.RolePolicy(f"{name}-node-policy", role=self.role.id, policy=json.dumps(node_policy(plan)),
+        aws.iam.RolePolicy(f"{name}-node-policy", role=self.role.id, policy=json.dumps(node_policy(cluster, bucket)),
                            opts=child)
         # The profile the launch templates attach.
-        self.profile = aws.iam.InstanceProfile(f"{name}-node-profile", role=self.role.name, tags=plan.tag_map,
+        self.profile = aws.iam.InstanceProfile(f"{name}-node-profile", role=self.role.name, tags=tags,
                                                opts=child)
         self.register_outputs({"roleArn": self.role.arn})

@@ -5,9 +5,22 @@ Spot and deployment sets: spot instances cannot be created in a deployment set, 
 LowLatency deployment set; workers, spot or not, are placed by zone (one vSwitch), which eRDMA spans.
 """
 
+from __future__ import annotations
+
 from types import MappingProxyType
 
 from components.clouds.base import CAPACITY_BLOCK, WARM_POOL, AutoImage, CloudProfile, ImageQuery
+from components.plan.model import HEAD, PlacementPlan
+from components.plan.placement import PlacementAsk
+
+
+def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
+    """The head in a LowLatency deployment set; workers come from an ESS scaling configuration, which takes none."""
+    if ask.anti_affinity:
+        return ("workers come from an ESS scaling configuration, which takes no deployment set (pulumi_alicloud "
+                "4.0.0), so they cannot be spread over hosts.")
+    return (PlacementPlan("cluster", "deployment set LowLatency", (HEAD,)),)
+
 
 ALICLOUD = CloudProfile(
     name="alicloud",
@@ -35,4 +48,5 @@ ALICLOUD = CloudProfile(
     # No public image carries NVIDIA's driver: `auto` is the newest Ubuntu 22.04 system image, found at deploy time,
     # and the node installs the pinned driver stack.
     auto_image=AutoImage(lookup=ImageQuery(os="ubuntu", version="22.04")),
+    placement=placement,
 )

@@ -1,8 +1,33 @@
-"""AWS facts (FACTS.md): EFA, IMDSv2 spot notices, MTU 9001 in a VPC, S3."""
+"""AWS facts (FACTS.md): EFA, IMDSv2 spot notices, MTU 9001 in a VPC, S3, and how AWS places nodes."""
+
+from __future__ import annotations
 
 from types import MappingProxyType
 
 from components.clouds.base import AutoImage, CloudProfile
+from components.plan.lifecycle import HEALTH_GRACE, REBALANCE, REFRESH
+from components.plan.model import ROLES, PlacementPlan
+from components.plan.placement import PlacementAsk
+
+# A (rack) spread placement group holds at most seven running instances per zone (docs/cloud-facts-plan.md, AWS).
+SPREAD_MAX_PER_ZONE = 7
+
+
+def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
+    """Every node in one cluster placement group (one network spine: EFA's lowest latency), or in one spread group
+    when the stack asks for anti-affinity; none in a Capacity Block, which places its nodes itself."""
+    if ask.anti_affinity:
+        if ask.capacity_block or ask.reservation:
+            return ("capacity reservations and Capacity Blocks hold no capacity in a spread placement group, so their "
+                    "nodes cannot be spread.")
+        if ask.nodes_max > SPREAD_MAX_PER_ZONE:
+            return (f"a spread placement group holds at most {SPREAD_MAX_PER_ZONE} running instances per zone, and "
+                    f"nodes.max is {ask.nodes_max}.")
+        return (PlacementPlan("spread", "spread placement group", ROLES),)
+    if ask.capacity_block:
+        return ()
+    return (PlacementPlan("cluster", "cluster placement group", ROLES),)
+
 
 AWS = CloudProfile(
     name="aws",
@@ -28,4 +53,6 @@ AWS = CloudProfile(
     auto_image=AutoImage(
         alias="resolve:ssm:/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
         has_drivers=True),
+    placement=placement,
+    lifecycle=frozenset({HEALTH_GRACE, REFRESH, REBALANCE}),
 )

@@ -7,8 +7,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from components.plan.model import MarketPlan, PlacementPlan, ScalingPlan, WorkerGroupPlan
+from components.plan.workers import mixed_group
+
 if TYPE_CHECKING:
     from components.errors import Problem
+    from components.plan.placement import PlacementAsk
     from components.spec import ClusterSpec
 
 # Features a stack can ask for; a cloud that lacks one names it in `unsupported` with the reason.
@@ -46,6 +50,16 @@ def no_account(bucket: str) -> str | None:
     return None
 
 
+def no_placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
+    """A cloud that declares no placement groups places nodes by zone, and cannot spread them."""
+    return "it has no spread placement for nodes." if ask.anti_affinity else ()
+
+
+def one_group(scaling: ScalingPlan, market: MarketPlan, placements: tuple[PlacementPlan, ...]
+              ) -> tuple[WorkerGroupPlan, ...]:
+    return mixed_group(scaling, market)
+
+
 @dataclass(frozen=True)
 class CloudProfile:
     """Facts of one cloud that decide a plan: fabrics, endpoints, MTUs, limits and unsupported features."""
@@ -72,5 +86,17 @@ class CloudProfile:
     bucket_name: Callable[[str, str, str, str | None], str] = gpufleet_bucket
     bucket_account: Callable[[str], str | None] = no_account
     account_in_bucket: bool = False
+    # Placement groups for a stack, or the reason the cloud cannot place it as asked (components/plan/placement.py).
+    placement: Callable[[PlacementAsk], tuple[PlacementPlan, ...] | str] = no_placement
+    # The worker groups the cloud launches for the workers' bounds and market (components/plan/workers.py).
+    worker_groups: Callable[[ScalingPlan, MarketPlan, tuple[PlacementPlan, ...]], tuple[WorkerGroupPlan, ...]] = (
+        one_group)
+    # Lifecycle settings its groups offer (components/plan/lifecycle.py).
+    lifecycle: frozenset[str] = frozenset()
+    nat_egress: bool = True  # nodes leave through a NAT gateway (the local cluster has none)
+    # The nodes are processes on this machine (local mode: no driver install, the host's Python, paths under a node
+    # root), and NCCL/gloo settings such nodes need besides the fabric's.
+    runs_here: bool = False
+    nccl_env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # Rules only this cloud needs (e.g. spot inside a deployment set); run after the common ones.
     rules: tuple[Callable[[ClusterSpec, CloudProfile], Iterable[Problem]], ...] = ()

@@ -1,8 +1,23 @@
 """The local cloud: network namespaces on this machine; spot notices come from a fake metadata endpoint."""
 
+from __future__ import annotations
+
 from types import MappingProxyType
 
 from components.clouds.base import CAPACITY_BLOCK, GPU_UTIL_SCALING, RESERVATION, WARM_POOL, AutoImage, CloudProfile
+from components.plan.model import INSTANCES, MarketPlan, PlacementPlan, ScalingPlan
+from components.plan.placement import PlacementAsk
+from components.plan.workers import per_market
+
+
+def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
+    return "every local node runs on this machine." if ask.anti_affinity else ()
+
+
+def worker_groups(scaling: ScalingPlan, market: MarketPlan, placements: tuple[PlacementPlan, ...]):
+    """`fleet up` starts the desired workers, on-demand ones first, then the spot share (spot is emulated)."""
+    return per_market(scaling, market, INSTANCES)
+
 
 LOCAL = CloudProfile(
     name="local",
@@ -21,4 +36,10 @@ LOCAL = CloudProfile(
     }),
     # Local nodes are this machine: no image, and no driver stack to install.
     auto_image=AutoImage(alias="local", has_drivers=True),
+    placement=placement,
+    worker_groups=worker_groups,
+    nat_egress=False,
+    runs_here=True,
+    # Local nodes share the host's hostname, which gloo would resolve to the host: pin both to the node's own eth0.
+    nccl_env=MappingProxyType({"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"}),
 )

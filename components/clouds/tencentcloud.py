@@ -7,6 +7,8 @@ Spot mix: the AS group has no spot-mix field, so non-HCC workers come in two AS 
 from the plan's market split; HCC workers are split the same way into on-demand and spot instances.
 """
 
+from __future__ import annotations
+
 import re
 from collections.abc import Iterable
 from types import MappingProxyType
@@ -23,6 +25,9 @@ from components.clouds.base import (
     ImageQuery,
 )
 from components.errors import Problem
+from components.plan.model import INSTANCES, ROLES, SCALING_GROUP, WORKER, MarketPlan, PlacementPlan, ScalingPlan
+from components.plan.placement import PlacementAsk
+from components.plan.workers import per_market
 from components.spec import ClusterSpec
 from components.stackfile import CLUSTER_KEY
 
@@ -48,6 +53,23 @@ def cos_bucket(name: str, digest: str, region: str, appid: str | None) -> str:
     characters or more in every region)."""
     room = COS_DOMAIN_MAX - len(f"-{digest}-{appid}.cos.{region}.myqcloud.com")
     return f"{name[:room].rstrip('-')}-{digest}-{appid}"
+
+
+def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
+    """HCC nodes in one HPC cluster (their RDMA domain); every node in a spread (HOST) group when asked."""
+    groups = []
+    if is_hcc(ask.instance):
+        groups.append(PlacementPlan("hpc-cluster", "HPC cluster", ROLES))
+    if ask.anti_affinity:
+        groups.append(PlacementPlan("spread", "spread placement group", ROLES))
+    return tuple(groups)
+
+
+def worker_groups(scaling: ScalingPlan, market: MarketPlan, placements: tuple[PlacementPlan, ...]):
+    """An on-demand and a spot group (the AS group has no spot mix); plain instances where workers must join an
+    HPC cluster, which AS scaling configs cannot set."""
+    in_hpc = any(p.kind == "hpc-cluster" and WORKER in p.roles for p in placements)
+    return per_market(scaling, market, INSTANCES if in_hpc else SCALING_GROUP)
 
 
 def _at(path: str) -> str:
@@ -114,5 +136,7 @@ TENCENTCLOUD = CloudProfile(
     bucket_name=cos_bucket,
     bucket_account=bucket_appid,
     account_in_bucket=True,
+    placement=placement,
+    worker_groups=worker_groups,
     rules=(international_spot, spot_price, hcc, bucket_name),
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from components.catalog import InstanceType
 from components.plan.model import FabricPlan, Interface
 
@@ -14,8 +16,6 @@ NCCL_ENV: dict[str, tuple[tuple[str, str], ...]] = {
     "rdma": (("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_IB_GID_INDEX", "3"), ("NCCL_IB_DISABLE", "0")),
     "tcp": (("NCCL_SOCKET_IFNAME", "^lo,docker"), ("NCCL_IB_DISABLE", "1")),
 }
-# Local nodes share the host's hostname, which gloo would resolve to the host: pin both to the node's own eth0.
-LOCAL_ENV = {"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"}
 
 
 def resolve_fabric(choice: str, row: InstanceType) -> str:
@@ -36,8 +36,9 @@ def _interfaces(kind: str, devices: int) -> tuple[Interface, ...]:
     return (Interface(0, 0, "interface"),)
 
 
-def plan_fabric(choice: str, row: InstanceType, local: bool = False) -> FabricPlan:
+def plan_fabric(choice: str, row: InstanceType, cloud_env: Mapping[str, str] | None = None) -> FabricPlan:
+    """The fabric, its interfaces and NCCL env: the fabric's settings, then the cloud's own (they win)."""
     kind = resolve_fabric(choice, row)
     devices = row.fabric_devices if kind == row.fabric else 0
-    env = dict(_COMMON + NCCL_ENV[kind]) | (LOCAL_ENV if local else {})
+    env = dict(_COMMON + NCCL_ENV[kind]) | dict(cloud_env or {})
     return FabricPlan(kind=kind, interfaces=_interfaces(kind, devices), devices=devices, nccl_env=tuple(env.items()))

@@ -7,6 +7,14 @@ from dataclasses import dataclass
 
 from components.catalog import InstanceType
 
+HEAD, WORKER = "head", "worker"
+ROLES = (HEAD, WORKER)
+# Every node carries its role as a tag: the scaling group's and the console's way to tell the head from workers.
+ROLE_TAG = "gpufleet:role"
+# Worker group forms and markets.
+SCALING_GROUP, INSTANCES = "scaling-group", "instances"
+ON_DEMAND, SPOT, MIXED = "on-demand", "spot", "mixed"
+
 
 @dataclass(frozen=True)
 class Subnet:
@@ -26,6 +34,7 @@ class NetworkPlan:
     public: Subnet
     head_address: str
     mtu: int
+    nat: bool  # nodes reach the internet through a NAT gateway in the public subnet (no NAT on the local cluster)
 
     def node_addresses(self, count: int) -> tuple[str, ...]:
         """Fixed addresses for clouds that do not hand them out (the local cluster): head first."""
@@ -94,7 +103,6 @@ class ScalingPlan:
     nodes_desired: int
     nodes_max: int
     gpu_util_target: float | None
-    standby: int
 
     @property
     def workers_min(self) -> int:
@@ -107,6 +115,38 @@ class ScalingPlan:
     @property
     def workers_max(self) -> int:
         return self.nodes_max - 1
+
+
+@dataclass(frozen=True)
+class PlacementPlan:
+    """One placement group: how it places nodes, what the cloud calls it, and the roles whose nodes join it."""
+
+    kind: str  # "cluster": one network spine | "spread": a host or rack per node | "hpc-cluster": an RDMA domain
+    label: str  # the cloud's own name for it, as the diagram draws it
+    roles: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class WorkerGroupPlan:
+    """One set of workers the cloud launches: a scaling group or fixed instances, with its market and bounds."""
+
+    name: str  # "workers", "on-demand" or "spot": the suffix of its resources' names
+    form: str  # SCALING_GROUP | INSTANCES (min = desired = max)
+    market: str  # ON_DEMAND | SPOT | MIXED: the market plan's on-demand base, then its spot share
+    min_size: int
+    desired: int
+    max_size: int
+
+
+@dataclass(frozen=True)
+class LifecyclePlan:
+    """How the cloud keeps and replaces worker nodes; None or False where its groups have no such setting."""
+
+    health_grace_s: int | None  # a new node's time to boot and pass its gate before health checks count
+    refresh_min_healthy_percent: int | None  # roll workers when their launch settings change, this share in service
+    capacity_rebalance: bool  # replace a spot node at the cloud's rebalance recommendation, before its notice
+    standby: int  # stopped nodes kept warm for fast scale-out
+    standby_state: str | None  # "stopped"
 
 
 @dataclass(frozen=True)
@@ -140,11 +180,22 @@ class ImagePlan:
 
 @dataclass(frozen=True)
 class RolePlan:
-    """What is different between the head and the workers."""
+    """What is different between the head and the workers: user-data, market, tags, and the command its nodes run.
+
+    `command` is the argv gpufleet-train executes, with three slots only the booted node fills: {head_address} (the
+    local cluster's loopback mode rewrites it), {local_addr} (the node's own address toward the head) and
+    {checkpoint_dir} (under the node's root in local mode).
+    """
 
     role: str
     user_data: str
     spot: bool
+    tags: tuple[tuple[str, str], ...]
+    command: tuple[str, ...]
+
+    @property
+    def tag_map(self) -> dict[str, str]:
+        return dict(self.tags)
 
 
 @dataclass(frozen=True)
@@ -172,18 +223,26 @@ class ClusterPlan:
     network: NetworkPlan
     firewall: tuple[FirewallRule, ...]
     fabric: FabricPlan
-    placement_group: bool
-    anti_affinity: bool
+    placements: tuple[PlacementPlan, ...]
     market: MarketPlan
     scaling: ScalingPlan
+    workers: tuple[WorkerGroupPlan, ...]
+    lifecycle: LifecyclePlan
     storage: StoragePlan
     head: RolePlan
     worker: RolePlan
-    torchrun: tuple[str, ...]
+    ranks_per_node: int
     cost: CostPlan
     tags: tuple[tuple[str, str], ...]
-    metrics_ports: tuple[int, int]
 
     @property
     def tag_map(self) -> dict[str, str]:
+        """Tags of every resource that is not a node (nodes carry their role's)."""
         return dict(self.tags)
+
+    def role(self, name: str) -> RolePlan:
+        return self.head if name == HEAD else self.worker
+
+    def placements_of(self, role: str) -> tuple[PlacementPlan, ...]:
+        """The placement groups a role's nodes join."""
+        return tuple(p for p in self.placements if role in p.roles)

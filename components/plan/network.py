@@ -10,7 +10,7 @@ from components.plan.model import NetworkPlan, Subnet
 HEAD_HOST = 10
 
 
-def plan_network(vpc_cidr: str, mtu: int) -> NetworkPlan:
+def plan_network(vpc_cidr: str, mtu: int, nat: bool) -> NetworkPlan:
     """First half of the VPC for nodes, the start of the second half (a /24 at most) for the NAT gateway."""
     vpc = ipaddress.IPv4Network(vpc_cidr)
     private, upper = vpc.subnets(prefixlen_diff=1)
@@ -21,4 +21,5 @@ def plan_network(vpc_cidr: str, mtu: int) -> NetworkPlan:
         public=Subnet(name="public", cidr=str(public), public=True),
         head_address=str(private.network_address + HEAD_HOST),
         mtu=mtu,
+        nat=nat,
     )

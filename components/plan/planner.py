@@ -14,13 +14,23 @@ from components.plan.cost import plan_cost
 from components.plan.fabric import plan_fabric
 from components.plan.facts import DeployFacts
 from components.plan.firewall import plan_firewall
-from components.plan.model import ClusterPlan, ImagePlan, MarketPlan, RolePlan, ScalingPlan, StoragePlan
+from components.plan.lifecycle import plan_lifecycle
+from components.plan.model import (
+    ROLE_TAG,
+    ROLES,
+    WORKER,
+    ClusterPlan,
+    ImagePlan,
+    MarketPlan,
+    RolePlan,
+    ScalingPlan,
+    StoragePlan,
+)
 from components.plan.network import plan_network
-from components.plan.userdata import role_user_data
+from components.plan.placement import ask_of
+from components.plan.userdata import METRICS_PORTS, Job, node_command, role_user_data
 from components.rules import ranks_per_node
 from components.spec import ClusterSpec
-
-METRICS_PORTS = (9100, 9400)
 
 
 def _bucket(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFacts) -> tuple[str, str | None]:
@@ -62,17 +72,26 @@ def _market(spec: ClusterSpec, cloud: CloudProfile) -> MarketPlan:
                       capacity_block=m.capacity_block)
 
 
-def _torchrun(spec: ClusterSpec, head_address: str, nproc: int, name: str) -> tuple[str, ...]:
-    counts = spec.counts
-    return ("torchrun", f"--nnodes={counts.min}:{counts.max}", f"--nproc-per-node={nproc}",
-            "--rdzv-backend=c10d", f"--rdzv-endpoint={head_address}:{spec.network.rendezvous_port}",
-            f"--rdzv-id={name}", "--max-restarts=100", "-m", "training.train")
-
-
 def job_args(job: dict) -> tuple[str, ...]:
     """The stack's `job` object as command-line overrides of the training job (camelCase -> --kebab-case)."""
     return tuple(f"--{re.sub(r'(?<!^)(?=[A-Z])', '-', key).lower().replace('_', '-')}={value}"
                  for key, value in sorted(job.items()))
+
+
+def _job(spec: ClusterSpec, row: catalog.InstanceType) -> dict:
+    """The stack's job settings, with the GPU's peak TFLOP/s from the catalog for MFU unless the stack set one."""
+    peak = {"peakTflops": f"{row.peak_tflops_bf16:g}"} if row.peak_tflops_bf16 else {}
+    return peak | spec.job
+
+
+def _role(cloud: CloudProfile, row: catalog.InstanceType, role: str, name: str, spec: ClusterSpec, job: Job,
+          market: MarketPlan, tags: tuple[tuple[str, str], ...], **shared) -> RolePlan:
+    spot = role == WORKER and market.uses_spot
+    command = node_command(job, role)
+    return RolePlan(role=role, spot=spot, tags=(*tags, (ROLE_TAG, role)), command=command,
+                    user_data=role_user_data(cloud, row, role=role, name=name, region=spec.region, command=command,
+                                             rendezvous_port=job.rendezvous_port, port_range=spec.network.port_range,
+                                             spot=spot, **shared))
 
 
 def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None) -> ClusterPlan:
@@ -82,30 +101,29 @@ def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None) -> Clu
     cloud = profile(spec.cloud)
     row = catalog.lookup(spec.cloud, spec.instance_type)
     name = spec.name or stack
-    fabric = plan_fabric(spec.network.fabric, row, local=spec.cloud == "local")
-    network = plan_network(spec.network.vpc_cidr, cloud.mtu[fabric.kind])
+    fabric = plan_fabric(spec.network.fabric, row, cloud.nccl_env)
+    network = plan_network(spec.network.vpc_cidr, cloud.mtu[fabric.kind], cloud.nat_egress)
     market = _market(spec, cloud)
     scaling = ScalingPlan(nodes_min=spec.counts.min, nodes_desired=spec.counts.desired, nodes_max=spec.counts.max,
-                          gpu_util_target=spec.autoscaling.gpu_util_target, standby=spec.autoscaling.standby)
+                          gpu_util_target=spec.autoscaling.gpu_util_target)
+    placements = cloud.placement(ask_of(spec, row))
+    if isinstance(placements, str):
+        raise ValueError(f"unplaceable spec reached the planner: {placements}")
     storage = _storage(spec, cloud, name, facts)
     image = _image(spec, cloud, facts)
-    nproc = ranks_per_node(spec, row)
-    torchrun = _torchrun(spec, network.head_address, nproc, name)
+    ranks = ranks_per_node(spec, row)
+    job = Job(name=name, nnodes=(spec.counts.min, spec.counts.max), ranks_per_node=ranks,
+              rendezvous_port=spec.network.rendezvous_port, job_args=job_args(_job(spec, row)))
     firewall = plan_firewall(fabric.kind, spec.network.port_range, spec.network.rendezvous_port, METRICS_PORTS,
                              spec.network.ssh_cidrs, spec.network.allow_internet)
     tags = (("gpufleet:cluster", name), ("gpufleet:stack", stack), ("managed-by", "gpufleet"),
             *sorted(spec.tags.items()))
-    roles = {role: RolePlan(role=role, spot=role == "worker" and market.uses_spot,
-                            user_data=role_user_data(spec, cloud, row, role=role, name=name, fabric=fabric,
-                                                     network=network, storage=storage, image=image, nproc=nproc,
-                                                     spot=role == "worker" and market.uses_spot,
-                                                     job=job_args(spec.job),
-                                                     metrics_ports=METRICS_PORTS))
-             for role in ("head", "worker")}
+    head, worker = (_role(cloud, row, role, name, spec, job, market, tags, fabric=fabric, network=network,
+                          storage=storage, image=image) for role in ROLES)
     return ClusterPlan(
         name=name, stack=stack, cloud=spec.cloud, region=spec.region, zone=spec.zone, instance=row, image=image,
-        network=network, firewall=firewall, fabric=fabric,
-        placement_group=not market.capacity_block and not spec.network.anti_affinity,
-        anti_affinity=spec.network.anti_affinity, market=market, scaling=scaling, storage=storage,
-        head=roles["head"], worker=roles["worker"], torchrun=torchrun,
-        cost=plan_cost(cloud, row.price_usd_per_hour, market, scaling), tags=tags, metrics_ports=METRICS_PORTS)
+        network=network, firewall=firewall, fabric=fabric, placements=placements, market=market, scaling=scaling,
+        workers=cloud.worker_groups(scaling, market, placements),
+        lifecycle=plan_lifecycle(cloud.lifecycle, market, spec.autoscaling.standby), storage=storage, head=head,
+        worker=worker, ranks_per_node=ranks, cost=plan_cost(cloud, row.price_usd_per_hour, market, scaling),
+        tags=tags)

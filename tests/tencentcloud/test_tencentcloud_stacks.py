@@ -90,12 +90,13 @@ def test_head_is_on_demand_at_the_fixed_address(stack):
 
 
 def test_spread_group_only_for_anti_affinity(stack):
-    _, plan, resources = stack
+    spec, _, resources = stack
     groups = inputs_of(resources, "tencentcloud:Placement/group:Group")
-    assert len(groups) == int(plan.anti_affinity)
+    assert [g["type"] for g in groups] == (["HOST"] if spec.network.anti_affinity else [])
     nodes = inputs_of(resources, INSTANCE) + inputs_of(resources, CONFIG)
     for node in nodes:
-        assert bool(node.get("placementGroupId") or node.get("disasterRecoverGroupIds")) == plan.anti_affinity
+        spread = node.get("placementGroupId") or (node.get("disasterRecoverGroupIds") or [None])[0]
+        assert spread == (f"{spec.name}-spread-id" if spec.network.anti_affinity else None)
 
 
 def test_members_reach_each_other_both_ways_and_only_ssh_from_outside(stack):
