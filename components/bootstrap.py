@@ -29,9 +29,11 @@ USER_DATA_SCRIPTS = ("gpufleet-lib.sh", "gpufleet-node", "gpufleet-report", "gpu
 BIN = "/opt/gpufleet/bin"
 ETC = "/etc/gpufleet"
 ENTRY = f"{BIN}/gpufleet-node"
+# The node's own cloud adapter (cloud-init/clouds/<cloud>.sh), which gpufleet-lib.sh sources.
+CLOUD_ADAPTER = f"{BIN}/gpufleet-cloud.sh"
 
 SPOT_POLL_S = 5  # FACTS.md: poll the notice every 5 s
-SPOT_GRACE_S = 90  # AWS gives 120 s: leave time to push the checkpoint after the job wrote it
+SPOT_GRACE_S = 90  # the shortest notice, 120 s (docs/cloud-facts.md): time left to push the checkpoint
 CKPT_SYNC_S = 300
 # A fresh node's role credentials and NAT route can lag cloud-init: the bundle fetch retries this often, this far apart.
 BUNDLE_FETCH_TRIES = 20
@@ -47,8 +49,8 @@ IMAGES = {
 class NodeBootstrap:
     """Everything one node role needs to boot into the job; built by the planner, rendered here. Pure data."""
 
-    cluster: str  # cluster/stack name, e.g. "aws-p5"
-    cloud: str  # "aws" | "alicloud" | "tencentcloud" | "local"
+    cluster: str  # cluster/stack name
+    cloud: str  # a registered cloud's name (components.clouds); its node-script adapter goes with the user-data
     region: str
     role: str  # "head" | "worker"
     instance_type: str
@@ -70,8 +72,8 @@ class NodeBootstrap:
     spot: bool  # this role may run on spot/preemptible capacity -> start the spot watcher
     spot_notice_url: str  # the cloud's spot notice endpoint (FACTS.md); local: a fake endpoint URL
     metadata_url: str  # the cloud's instance metadata root, ".../latest/meta-data"
-    imds_token_url: str  # metadata session token URL (AWS IMDSv2, Alibaba hardened mode); "" = plain GETs
-    imds_token_header: str  # the token's header, e.g. "X-aws-ec2-metadata-token"; its TTL header adds "-ttl-seconds"
+    imds_token_url: str  # metadata session token URL where the cloud requires a token; "" = plain GETs
+    imds_token_header: str  # the token's header (CloudProfile.imds_token_header); its TTL header adds "-ttl-seconds"
     busbw_min_gbps: float  # health gate: minimum all-reduce bus bandwidth in GB/s (nccl-tests unit); 0 = skip
     driver_version: str  # pinned NVIDIA driver, e.g. "570.133.20"
     cuda_version: str  # pinned CUDA, e.g. "12.8"
@@ -97,6 +99,14 @@ class NodeFile:
     path: str
     content: bytes
     mode: str = "0644"
+
+
+def adapter(cloud: str) -> bytes:
+    """A cloud's node-script adapter; a cloud without one has no user-data (fail closed)."""
+    path = CLOUD_INIT / "clouds" / f"{cloud}.sh"
+    if not path.is_file():
+        raise FileNotFoundError(f"no node-script adapter for cloud {cloud!r}: add cloud-init/clouds/{cloud}.sh")
+    return path.read_bytes()
 
 
 def _quote(value: object) -> str:
@@ -177,6 +187,7 @@ def node_files(node: NodeBootstrap) -> list[NodeFile]:
         NodeFile(f"{BIN}/{name}", (CLOUD_INIT / "bin" / name).read_bytes(), "0644" if name.endswith(".sh") else "0755")
         for name in USER_DATA_SCRIPTS
     ]
+    files.append(NodeFile(CLOUD_ADAPTER, adapter(node.cloud)))
     files.append(NodeFile(f"{ETC}/node.env", node_env(node).encode()))
     files.append(NodeFile(f"{ETC}/nccl.env", nccl_env(node).encode()))
     if node.port_range:

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = (
     "training/**/*.py",
     "cloud-init/bin/*",
+    "cloud-init/clouds/*",
     "cloud-init/health_allreduce.py",
     "cloud-init/systemd/*",
     "monitoring/*",

@@ -26,7 +26,8 @@ from components.spec import ClusterSpec, ShapeError, parse_spec
 from components.stackfile import CLUSTER_KEY
 from training.config import ConfigError, TrainConfig
 
-# Addresses a cloud keeps in every subnet (AWS: network, router, DNS, future, broadcast).
+# Addresses a cloud keeps in every subnet: network, router, DNS, one for future use, broadcast (the most any of
+# them keeps; docs/cloud-facts.md).
 RESERVED_PER_SUBNET = 5
 MIN_PORT_RANGE = 256
 
@@ -85,9 +86,6 @@ def market(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
         if spot:
             yield Problem(_at("market.capacityBlock"), "a Capacity Block cannot be mixed with spot.",
                           "set market.spotPercent to 0, or drop capacityBlock.")
-    if m.reservation_id and spec.cloud == "aws" and not m.reservation_id.startswith("cr-"):
-        yield Problem(_at("market.reservationId"), f"{m.reservation_id!r} is not an AWS capacity reservation id.",
-                      "use the cr-... id shown by `aws ec2 describe-capacity-reservations`.")
 
 
 def fabric(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:

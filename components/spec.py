@@ -17,10 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from components.clouds import CLOUDS
 from components.errors import Problem, SpecError
 from components.stackfile import CLUSTER_KEY
 
-Cloud = Literal["aws", "alicloud", "tencentcloud", "local"]
+Cloud = Literal[tuple(CLOUDS)]
 FabricChoice = Literal["auto", "efa", "erdma", "rdma", "tcp"]
 SpotStrategy = Literal["price-capacity-optimized", "capacity-optimized", "lowest-price"]
 _PORT_RANGE = re.compile(r"^\s*(\d{1,5})\s*-\s*(\d{1,5})\s*$")
@@ -96,7 +97,8 @@ class Network(_Model):
         False, description="Opt in to rules open to the whole internet (0.0.0.0/0 in sshCidrs); policy rejects "
                            "such rules otherwise.")
     rendezvous_port: int = Field(29400, ge=1024, le=65535, description="torchrun c10d rendezvous port on the head.")
-    anti_affinity: bool = Field(False, description="Spread nodes over hosts (Tencent spread placement group).")
+    anti_affinity: bool = Field(False, description="Spread nodes over hosts or racks (a spread placement group), "
+                                "where the cloud can; refused with the reason where it cannot.")
 
     @field_validator("vpc_cidr")
     @classmethod
@@ -149,7 +151,7 @@ class Storage(_Model):
 class ClusterSpec(_Model):
     """A whole cluster as the stack file states it, after defaults."""
 
-    cloud: Cloud = Field(description="Where the cluster runs: aws, alicloud, tencentcloud or local.")
+    cloud: Cloud = Field(description=f"Where the cluster runs: {', '.join(CLOUDS)}.")
     name: str | None = Field(None, pattern=r"^[a-z][a-z0-9-]{1,30}$", description="Cluster name; default: the stack.")
     region: str = Field("", description="Set from the provider key (`aws:region`, ...), not written here.")
     zone: str = Field("local", description="The one zone every node and the placement group live in.")

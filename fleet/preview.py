@@ -18,11 +18,12 @@ from typing import Any
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 
+from components.clouds import CLOUDS
 from components.errors import SpecError
 from components.plan.facts import DeployFacts
 from components.plan.model import ClusterPlan
 from components.program import InvalidStack, plan_from_config
-from components.realizers import REALIZERS, look_up, lookups_module
+from components.realizers import look_up, lookups_module
 from components.spec import ClusterSpec
 from components.stackfile import StackFile
 
@@ -57,7 +58,7 @@ def _short(urn: str) -> str | None:
 def stand_ins() -> dict[str, dict]:
     """Every cloud's stand-in answers, by invoke token."""
     answers: dict[str, dict] = {}
-    for cloud in REALIZERS:
+    for cloud in CLOUDS:
         module = lookups_module(cloud)
         if importlib.util.find_spec(module) is not None:
             answers |= importlib.import_module(module).STAND_INS

@@ -44,7 +44,8 @@ ALICLOUD = CloudProfile(
         CAPACITY_BLOCK: "Alibaba Cloud has no capacity blocks; use reservationId (an ECS private pool id).",
         WARM_POOL: "ESS standby instances are not exposed by pulumi_alicloud 4.0.0's scaling group.",
     }),
-    pulumi_provider="pulumi_alicloud",
+    realizer="components.alicloud.cluster",
+    pulumi_package="alicloud",
     # No public image carries NVIDIA's driver: `auto` is the newest Ubuntu 22.04 system image, found at deploy time,
     # and the node installs the pinned driver stack.
     auto_image=AutoImage(lookup=ImageQuery(os="ubuntu", version="22.04")),

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from components.clouds.base import AutoImage, CloudProfile
+from components.errors import Problem
 from components.plan.lifecycle import HEALTH_GRACE, REBALANCE, REFRESH
 from components.plan.model import ROLES, PlacementPlan
 from components.plan.placement import PlacementAsk
+from components.stackfile import CLUSTER_KEY
+
+if TYPE_CHECKING:
+    from components.spec import ClusterSpec
 
 # A (rack) spread placement group holds at most seven running instances per zone (docs/cloud-facts-plan.md, AWS).
 SPREAD_MAX_PER_ZONE = 7
@@ -29,6 +36,13 @@ def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
     return (PlacementPlan("cluster", "cluster placement group", ROLES),)
 
 
+def reservation_id(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    reservation = spec.market.reservation_id
+    if reservation and not reservation.startswith("cr-"):
+        yield Problem(f"{CLUSTER_KEY}.market.reservationId", f"{reservation!r} is not an AWS capacity reservation id.",
+                      "use the cr-... id shown by `aws ec2 describe-capacity-reservations`.")
+
+
 AWS = CloudProfile(
     name="aws",
     region_key="aws:region",
@@ -47,7 +61,8 @@ AWS = CloudProfile(
         "capacity-optimized": "capacity-optimized",
         "lowest-price": "lowest-price",
     }),
-    pulumi_provider="pulumi_aws",
+    realizer="components.aws.cluster",
+    pulumi_package="aws",
     # The Deep Learning AMI through its SSM parameter: driver, CUDA, EFA and aws-ofi-nccl preinstalled, resolved by
     # EC2 at every launch (docs/cloud-facts.md, AWS).
     auto_image=AutoImage(

@@ -77,10 +77,14 @@ class CloudProfile:
     imds_token_header: str = ""
     spot_discount: float = 0.0
     reserved_discount: float = 0.0
-    max_user_data_bytes: int = 16384
+    # Base64 bytes of user-data a node may get: 16 KB on EC2, ECS and CVM alike (docs/cloud-facts.md); None: no limit.
+    max_user_data_bytes: int | None = 16384
     spot_strategies: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     unsupported: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    pulumi_provider: str = ""
+    # The module whose `realize(plan)` declares the cloud's resources, and the package its Pulumi type tokens start
+    # with ("aws" in "aws:ec2/instance:Instance"; policy/clouds/<name>.py reads those resources). None: no resources.
+    realizer: str = ""
+    pulumi_package: str | None = None
     auto_image: AutoImage = AutoImage()
     # The default bucket's name (some clouds put the account id in it) and the account id a bucket name carries.
     bucket_name: Callable[[str, str, str, str | None], str] = gpufleet_bucket

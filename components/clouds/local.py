@@ -38,6 +38,8 @@ LOCAL = CloudProfile(
     auto_image=AutoImage(alias="local", has_drivers=True),
     placement=placement,
     worker_groups=worker_groups,
+    realizer="components.realizers.local_outputs",
+    max_user_data_bytes=None,
     nat_egress=False,
     runs_here=True,
     # Local nodes share the host's hostname, which gloo would resolve to the host: pin both to the node's own eth0.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from components import catalog
 from components.catalog import InstanceType
@@ -28,8 +29,10 @@ from components.errors import Problem
 from components.plan.model import INSTANCES, ROLES, SCALING_GROUP, WORKER, MarketPlan, PlacementPlan, ScalingPlan
 from components.plan.placement import PlacementAsk
 from components.plan.workers import per_market
-from components.spec import ClusterSpec
 from components.stackfile import CLUSTER_KEY
+
+if TYPE_CHECKING:
+    from components.spec import ClusterSpec
 
 # COS bucket names end in the account's APPID: <name>-<appid>.
 BUCKET_WITH_APPID = re.compile(r"^[a-z0-9-]+-(\d{6,})$")
@@ -122,14 +125,14 @@ TENCENTCLOUD = CloudProfile(
     metadata_url="http://metadata.tencentyun.com/latest/meta-data",
     spot_discount=0.60,
     reserved_discount=0.30,
-    max_user_data_bytes=16384,
     unsupported=MappingProxyType({
         CAPACITY_BLOCK: "Tencent Cloud has no capacity blocks.",
         RESERVATION: "tencentcloud_iac_pulumi 0.2.3 instances and AS configs take no reserved-capacity target.",
         WARM_POOL: "the AS group of tencentcloud_iac_pulumi 0.2.3 keeps no stopped standby instances.",
         GPU_UTIL_SCALING: "AS scaling policies only track CPU, memory and traffic metrics, not GPU utilisation.",
     }),
-    pulumi_provider="tencentcloud_iac_pulumi",
+    realizer="components.tencentcloud.cluster",
+    pulumi_package="tencentcloud",
     # No public image carries NVIDIA's driver: `auto` is the newest Ubuntu 22.04 public image, found at deploy time,
     # and the node installs the pinned driver stack.
     auto_image=AutoImage(lookup=ImageQuery(os="ubuntu", version="22.04")),

@@ -7,9 +7,12 @@ plans it, so the two can never disagree.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from components.catalog import InstanceType
-from components.spec import ClusterSpec
+
+if TYPE_CHECKING:
+    from components.spec import ClusterSpec
 
 
 @dataclass(frozen=True)

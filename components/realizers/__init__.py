@@ -1,25 +1,19 @@
-"""One realizer per target behind a small registry; each is imported only when its cloud is used."""
+"""One realizer per target, named by its cloud's profile; each is imported only when its cloud is used."""
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
+from components.clouds import CLOUDS
 from components.plan.facts import DeployFacts, lookups
 from components.plan.model import ClusterPlan
 from components.spec import ClusterSpec
 
-REALIZERS = {
-    "aws": "components.aws.cluster",
-    "alicloud": "components.alicloud.cluster",
-    "tencentcloud": "components.tencentcloud.cluster",
-    "local": "components.realizers.local_outputs",
-}
-
 
 def lookups_module(cloud: str) -> str:
     """Where a cloud's deploy-time look-ups live: `lookups` beside its realizer."""
-    return f"{REALIZERS[cloud].rsplit('.', 1)[0]}.lookups"
+    return f"{CLOUDS[cloud].realizer.rsplit('.', 1)[0]}.lookups"
 
 
 def look_up(spec: ClusterSpec) -> DeployFacts:
@@ -30,4 +24,4 @@ def look_up(spec: ClusterSpec) -> DeployFacts:
 
 def realize(plan: ClusterPlan) -> dict[str, Any]:
     """Declare the plan's resources on its cloud; returns the stack outputs."""
-    return importlib.import_module(REALIZERS[plan.cloud]).realize(plan)
+    return importlib.import_module(CLOUDS[plan.cloud].realizer).realize(plan)

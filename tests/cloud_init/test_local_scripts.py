@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 from bootstrap_helpers import run
-from node_cases import PROJECT_DIR, boot
+from node_cases import PROJECT_DIR, boot, plan_of
 
 from components.bundle import bundle_sha256, write_bundle
 from components.clouds import CLOUDS
@@ -280,7 +280,12 @@ printf 'bundle' > "${@: -1}"
 
 
 def test_store_reads_the_ram_role_credentials_in_token_mode(local_node, metadata, tmp_path):
-    root, entry, env, _ = local_node(cloud="alicloud", region="cn-wulanchabu", **metadata("alicloud"))
+    """An Alibaba worker's own user-data (its cloud adapter), booted under a node root: the bundle fetch over OSS.
+    (local_node sets up the fake tools' folder.)"""
+    root = tmp_path / "ali"
+    entry = boot(plan_of("ali-spot").worker.user_data, root, **metadata("alicloud"))
+    env = {"GPUFLEET_TEST": str(tmp_path / "test"),
+           "PATH": f"{tmp_path}/test/bin:" + run(["printenv", "PATH"], root).stdout.strip()}
     ossutil = tmp_path / "test/bin/ossutil"
     ossutil.write_text(FAKE_OSSUTIL)
     ossutil.chmod(0o755)
@@ -291,13 +296,23 @@ def test_store_reads_the_ram_role_credentials_in_token_mode(local_node, metadata
     conf = (tmp_path / "test/ossutil.conf").read_text().splitlines()
     assert conf == [
         "[Credentials]",
-        "endpoint=oss-cn-wulanchabu-internal.aliyuncs.com",
+        "endpoint=oss-cn-hangzhou-internal.aliyuncs.com",
         "accessKeyID=STS.id",
         "accessKeySecret=sts-secret",
         "stsToken=sts-token",
     ]
     assert (root / "run/gpufleet/ossutil.conf").stat().st_mode & 0o777 == 0o600
     assert "sts-secret" not in (tmp_path / "test/ossutil-args").read_text(), "no secret on a command line"
+
+
+def test_a_node_without_an_adapter_for_its_cloud_stops(local_node):
+    root, entry, env, _ = local_node(installed=False)
+    (root / "opt/gpufleet/bin/gpufleet-cloud.sh").unlink()
+    result = run([entry, "install"], root, env)
+    assert result.returncode == 1 and "no node-script adapter for cloud 'local'" in result.stderr
+    root, entry, env, _ = local_node(installed=False, cloud="elsewhere")
+    result = run([entry, "install"], root, env)
+    assert result.returncode == 1 and "the bundle has no node-script adapter for cloud 'elsewhere'" in result.stderr
 
 
 def test_store_pushes_and_pulls_file_uris(local_node, tmp_path):

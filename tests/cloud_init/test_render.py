@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 from bootstrap_helpers import tool
-from node_cases import CASES, boot, snapshot_text, user_data
+from node_cases import CASES, boot, plan_of, snapshot_text, user_data
 
-from components.bootstrap import BIN, REPO
+from components.bootstrap import BIN, CLOUD_ADAPTER, REPO
 from components.bundle import source_files
 from components.clouds import CLOUDS
 from components.local.cloudconfig import document
@@ -64,11 +64,13 @@ def test_shell_is_clean(tmp_path):
         if path.startswith("cloud-init/bin/"):
             (root / BIN.lstrip("/") / Path(path).name).write_bytes(data)
     scripts = [p for p in (root / BIN.lstrip("/")).iterdir() if not p.name.endswith(".py")]
+    scripts += sorted((REPO / "cloud-init/clouds").iterdir())
     settings = []
     for case in CASES:
         settings.append(tmp_path / f"{case}.env")
         settings[-1].write_text(files_of(user_data(case))["/etc/gpufleet/node.env"])
-    assert {p.name for p in scripts} == {p.name for p in (REPO / "cloud-init/bin").iterdir()}
+    assert {p.name for p in scripts} == {p.name for p in (REPO / "cloud-init/bin").iterdir()} | {
+        "gpufleet-cloud.sh", *(f"{cloud}.sh" for cloud in CLOUDS)}
     result = subprocess.run([shellcheck, "-x", "-s", "bash", *map(str, scripts + settings)], check=False,
                             capture_output=True, text=True, cwd=root / BIN.lstrip("/"))
     assert result.returncode == 0, result.stdout
@@ -119,9 +121,10 @@ def test_settings_are_rendered_and_no_secret_is():
     # are rendered per stack, and they must name no credential.
     repo = {f"{BIN}/{p.name}": p.read_text() for p in (REPO / "cloud-init/bin").iterdir()}
     for case in CASES:
+        adapter = (REPO / "cloud-init/clouds" / f"{plan_of(case.rsplit('-', 1)[0]).cloud}.sh").read_text()
         for entry in document(user_data(case))["write_files"]:
-            if entry["path"] in repo:
-                assert entry["content"] == repo[entry["path"]], (case, entry["path"])
+            if entry["path"] in repo or entry["path"] == CLOUD_ADAPTER:
+                assert entry["content"] == repo.get(entry["path"], adapter), (case, entry["path"])
                 continue
             text = entry["content"].lower()
             for word in ("aws_secret", "access_key", "accesskey", "password=", "secretkey", "ststoken"):
@@ -132,7 +135,8 @@ def test_user_data_carries_only_what_reaches_the_bucket():
     for case in CASES:
         paths = {entry["path"] for entry in document(user_data(case))["write_files"]}
         scripts = {p.rsplit("/", 1)[1] for p in paths if p.startswith(f"{BIN}/")}
-        assert scripts == {"gpufleet-lib.sh", "gpufleet-node", "gpufleet-report", "gpufleet-store"}, case
+        assert scripts == {"gpufleet-lib.sh", "gpufleet-node", "gpufleet-report", "gpufleet-store",
+                           "gpufleet-cloud.sh"}, case
         assert not {p for p in paths if p.startswith("/etc/systemd/") or "prometheus" in p or "dashboard" in p}, case
 
 
