@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from pathlib import Path
 
 import jinja2
 
-REPO = Path(__file__).resolve().parent.parent
-CLOUD_INIT = REPO / "cloud-init"
+from components.paths import PROJECT_ROOT
+
+CLOUD_INIT = PROJECT_ROOT / "cloud-init"
 # What user-data carries: enough to fetch the bundle (and report a node that cannot); the rest comes from the bundle.
 USER_DATA_SCRIPTS = ("gpufleet-lib.sh", "gpufleet-node", "gpufleet-report", "gpufleet-store")
 
@@ -32,7 +32,7 @@ ENTRY = f"{BIN}/gpufleet-node"
 # The node's own cloud adapter (cloud-init/clouds/<cloud>.sh), which gpufleet-lib.sh sources.
 CLOUD_ADAPTER = f"{BIN}/gpufleet-cloud.sh"
 
-SPOT_POLL_S = 5  # FACTS.md: poll the notice every 5 s
+SPOT_POLL_S = 5  # poll the notice every 5 s (docs/cloud-facts.md, AWS: spot)
 SPOT_GRACE_S = 90  # the shortest notice, 120 s (docs/cloud-facts.md): time left to push the checkpoint
 CKPT_SYNC_S = 300
 # A fresh node's role credentials and NAT route can lag cloud-init: the bundle fetch retries this often, this far apart.
@@ -70,7 +70,7 @@ class NodeBootstrap:
     code_uri: str  # the training code bundle (tar.gz of training/) named by its hash
     code_sha256: str  # the bundle's hash (a change rolls the nodes because user-data changes)
     spot: bool  # this role may run on spot/preemptible capacity -> start the spot watcher
-    spot_notice_url: str  # the cloud's spot notice endpoint (FACTS.md); local: a fake endpoint URL
+    spot_notice_url: str  # the cloud's spot notice endpoint (CloudProfile); local: a fake endpoint URL
     metadata_url: str  # the cloud's instance metadata root, ".../latest/meta-data"
     imds_token_url: str  # metadata session token URL where the cloud requires a token; "" = plain GETs
     imds_token_header: str  # the token's header (CloudProfile.imds_token_header); its TTL header adds "-ttl-seconds"

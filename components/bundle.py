@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from components.paths import PROJECT_ROOT
+
 # Paths in the archive are the repository's, so the node finds training/, cloud-init/bin/, ... under one directory.
 SOURCES = (
     "training/**/*.py",
@@ -28,8 +29,9 @@ SOURCES = (
 
 def source_files() -> dict[str, bytes]:
     """Archive path -> content of every file SOURCES names (no caches, no folders)."""
-    paths = {p for pattern in SOURCES for p in ROOT.glob(pattern) if p.is_file() and "__pycache__" not in p.parts}
-    return {str(p.relative_to(ROOT)): p.read_bytes() for p in sorted(paths)}
+    paths = {p for pattern in SOURCES for p in PROJECT_ROOT.glob(pattern)
+             if p.is_file() and "__pycache__" not in p.parts}
+    return {str(p.relative_to(PROJECT_ROOT)): p.read_bytes() for p in sorted(paths)}
 
 
 def build(files: Mapping[str, bytes]) -> bytes:

@@ -1,4 +1,4 @@
-"""`fleet plan`: the program's full resource graph offline, as a table or as DESIGN.md's JSON."""
+"""`fleet plan`: the program's full resource graph offline, as a table or as the JSON docs/design.md describes."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def cost_of(plan: ClusterPlan) -> dict[str, Any]:
 
 
 def report(preview: Preview, plan: ClusterPlan) -> dict[str, Any]:
-    """DESIGN.md's `fleet plan --json` document."""
+    """The `fleet plan --json` document (docs/design.md, "The preview JSON")."""
     return {"stack": preview.stack, "cloud": plan.cloud, "resources": preview.resources, "outputs": preview.outputs,
             "cost": cost_of(plan), "violations": evaluate(preview.resources)}
 

@@ -20,6 +20,7 @@ from pulumi.runtime import mocks as pulumi_mocks
 
 from components.clouds import CLOUDS
 from components.errors import SpecError
+from components.paths import PROJECT_ROOT
 from components.plan.facts import DeployFacts
 from components.plan.model import ClusterPlan
 from components.program import InvalidStack, plan_from_config
@@ -27,7 +28,6 @@ from components.realizers import look_up, lookups_module
 from components.spec import ClusterSpec
 from components.stackfile import StackFile
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
 PROJECT = "gpufleet"
 # Pulumi's marker for a secret value inside deserialized properties.
 _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
@@ -143,7 +143,7 @@ def stand_in_facts(stack: StackFile, spec: ClusterSpec) -> DeployFacts:
     return look_up(spec)
 
 
-def run_program(stack: StackFile, project_dir: Path = PROJECT_DIR) -> Preview:
+def run_program(stack: StackFile, project_dir: Path = PROJECT_ROOT) -> Preview:
     """Run `__main__.py` for a stack under mocks; a bad stack raises SpecError, exactly as the program found it."""
     monitor = _mock_runtime(stack)
     program = project_dir / "__main__.py"

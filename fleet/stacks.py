@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from components.errors import SpecError
+from components.paths import PROJECT_ROOT
 from components.plan.facts import DeployFacts, lookups
 from components.plan.model import ClusterPlan
 from components.plan.planner import plan
@@ -14,12 +15,10 @@ from components.spec import ClusterSpec
 from components.stackfile import CLUSTER_KEY, StackFile, load_stack_file, stack_path
 from fleet.preview import stand_in_facts
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
-
 
 def resolve(stack: str | None, stack_file: str | None) -> StackFile:
     """`--stack NAME` reads stacks/Pulumi.NAME.yaml of this project; `--stack-file PATH` reads PATH."""
-    path = Path(stack_file) if stack_file else stack_path(PROJECT_DIR, stack or "local")
+    path = Path(stack_file) if stack_file else stack_path(PROJECT_ROOT, stack or "local")
     return load_stack_file(path)
 
 

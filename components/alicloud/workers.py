@@ -58,7 +58,7 @@ class AliWorkers(pulumi.ComponentResource):
             opts=child)
         # What a worker is: the type, image, encrypted disk, ERIs, role and user-data (IMDS: see the note below).
         # pulumi_alicloud 4.0.0's ESS configuration has http_endpoint but no http_tokens: hardened IMDS is head-only.
-        self.configuration = alicloud.ess.ScalingConfiguration(
+        alicloud.ess.ScalingConfiguration(
             f"{name}-worker-config", scaling_group_id=self.group.id, scaling_configuration_name=f"{name}-worker",
             instance_type=args.instance_type, image_id=args.image.ref, network_interfaces=_interfaces(args),
             role_name=args.role_name, user_data=gzip_base64(role.user_data), http_endpoint="enabled",

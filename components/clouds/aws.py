@@ -1,4 +1,4 @@
-"""AWS facts (FACTS.md): EFA, IMDSv2 spot notices, MTU 9001 in a VPC, S3, and how AWS places nodes."""
+"""AWS facts (docs/cloud-facts.md, AWS): EFA, IMDSv2 spot notices, MTU 9001 in a VPC, S3, and how AWS places nodes."""
 
 from __future__ import annotations
 

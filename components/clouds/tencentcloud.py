@@ -1,4 +1,4 @@
-"""Tencent Cloud facts (FACTS.md): HCC RDMA, spot notices at metadata.tencentyun.com, COS.
+"""Tencent Cloud facts (docs/cloud-facts.md, Tencent Cloud): HCC RDMA, spot notices at metadata.tencentyun.com, COS.
 
 HCC rules: on Tencent Cloud RDMA comes only with HCC types, and every HCC instance joins an HPC cluster in the zone.
 An AS scaling config (tencentcloud_iac_pulumi 0.2.3) takes no HPC cluster, so HCC workers are plain instances and an

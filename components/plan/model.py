@@ -20,9 +20,7 @@ ON_DEMAND, SPOT, MIXED = "on-demand", "spot", "mixed"
 class Subnet:
     """One subnet in the cluster's zone."""
 
-    name: str
     cidr: str
-    public: bool
 
 
 @dataclass(frozen=True)
@@ -155,7 +153,6 @@ class StoragePlan:
 
     bucket: str
     account_id: str | None  # the account id the bucket's name carries, where the cloud's names carry one
-    checkpoint_prefix: str
     checkpoint_uri: str
     code_key: str
     code_uri: str
@@ -173,7 +170,6 @@ class ImagePlan:
     """
 
     ref: str
-    source: str  # "stack" | "alias" | "lookup"
     has_drivers: bool  # False: a plain OS image, the node installs the pinned driver stack
     pinned: bool
 

@@ -17,8 +17,8 @@ def plan_network(vpc_cidr: str, mtu: int, nat: bool) -> NetworkPlan:
     public = next(upper.subnets(new_prefix=max(upper.prefixlen, 24)))
     return NetworkPlan(
         vpc_cidr=str(vpc),
-        private=Subnet(name="private", cidr=str(private), public=False),
-        public=Subnet(name="public", cidr=str(public), public=True),
+        private=Subnet(cidr=str(private)),
+        public=Subnet(cidr=str(public)),
         head_address=str(private.network_address + HEAD_HOST),
         mtu=mtu,
         nat=nat,

@@ -32,6 +32,9 @@ from components.plan.userdata import METRICS_PORTS, Job, node_command, role_user
 from components.rules import ranks_per_node
 from components.spec import ClusterSpec
 
+# Where checkpoints go in the bucket; the code bundle sits beside them under code/.
+CHECKPOINT_PREFIX = "checkpoints"
+
 
 def _bucket(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFacts) -> tuple[str, str | None]:
     """The stack's bucket, else one named after the cluster plus a short hash of where it lives (deterministic and
@@ -47,21 +50,21 @@ def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFac
     sha = bundle_sha256()
     code_key = f"code/{sha}.tar.gz"
     root = f"file:///tmp/gpufleet-{name}/bucket" if cloud.bucket_scheme == "file" else f"{cloud.bucket_scheme}://{bucket}"
-    return StoragePlan(bucket=bucket, account_id=account, checkpoint_prefix="checkpoints",
-                       checkpoint_uri=f"{root}/checkpoints", code_key=code_key, code_uri=f"{root}/{code_key}",
-                       code_sha256=sha, root_volume_gb=spec.storage.root_volume_gb)
+    return StoragePlan(bucket=bucket, account_id=account, checkpoint_uri=f"{root}/{CHECKPOINT_PREFIX}",
+                       code_key=code_key, code_uri=f"{root}/{code_key}", code_sha256=sha,
+                       root_volume_gb=spec.storage.root_volume_gb)
 
 
 def _image(spec: ClusterSpec, cloud: CloudProfile, facts: DeployFacts) -> ImagePlan:
     """The stack's image; else the cloud's alias for `auto`; else the image the deploy-time look-up found, pinned."""
     if spec.image != "auto":
-        return ImagePlan(ref=spec.image, source="stack", has_drivers=False, pinned=False)
+        return ImagePlan(ref=spec.image, has_drivers=False, pinned=False)
     auto = cloud.auto_image
     if auto.alias is not None:
-        return ImagePlan(ref=auto.alias, source="alias", has_drivers=auto.has_drivers, pinned=False)
+        return ImagePlan(ref=auto.alias, has_drivers=auto.has_drivers, pinned=False)
     if facts.image_id is None:
         raise ValueError(f"image: auto on {spec.cloud} needs the deploy-time image look-up (components.plan.facts)")
-    return ImagePlan(ref=facts.image_id, source="lookup", has_drivers=auto.has_drivers, pinned=True)
+    return ImagePlan(ref=facts.image_id, has_drivers=auto.has_drivers, pinned=True)
 
 
 def _market(spec: ClusterSpec, cloud: CloudProfile) -> MarketPlan:

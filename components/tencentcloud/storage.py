@@ -6,8 +6,8 @@ import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
 from components.bundle import write_bundle
+from components.paths import BUNDLE_DIR
 from components.plan.model import StoragePlan
-from components.realizers.paths import BUNDLE_DIR
 
 
 class TcStorage(pulumi.ComponentResource):

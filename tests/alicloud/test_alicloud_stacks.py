@@ -1,4 +1,5 @@
-"""Every shipped Alibaba Cloud stack, run through the real program under mocks, meets FACTS.md's invariants."""
+"""Every shipped Alibaba Cloud stack, run through the real program under mocks, meets the invariants docs/cloud-facts.md
+(Alibaba Cloud) states."""
 
 from __future__ import annotations
 

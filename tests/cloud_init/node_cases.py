@@ -9,11 +9,12 @@ from pathlib import Path
 from components.bootstrap import shell_value
 from components.bundle import bundle_sha256
 from components.local.cloudconfig import execute
+from components.paths import PROJECT_ROOT
 from components.plan.model import ROLES, ClusterPlan
 from components.stackfile import load_stack_file, stack_name_of
-from fleet.stacks import PROJECT_DIR, spec_and_plan
+from fleet.stacks import spec_and_plan
 
-STACKS = sorted((PROJECT_DIR / "stacks").glob("Pulumi.*.yaml"))
+STACKS = sorted((PROJECT_ROOT / "stacks").glob("Pulumi.*.yaml"))
 CASES = [f"{stack_name_of(path)}-{role}" for path in STACKS for role in ROLES]
 # Snapshots name the bundle by this, so a change to training/ does not rewrite every snapshot.
 BUNDLE = "<bundle-sha256>"
@@ -21,7 +22,7 @@ BUNDLE = "<bundle-sha256>"
 
 @cache
 def plan_of(stack: str) -> ClusterPlan:
-    return spec_and_plan(load_stack_file(PROJECT_DIR / "stacks" / f"Pulumi.{stack}.yaml"))[1]
+    return spec_and_plan(load_stack_file(PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml"))[1]
 
 
 def user_data(case: str) -> str:

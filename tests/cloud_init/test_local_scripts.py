@@ -16,14 +16,15 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 from bootstrap_helpers import run
-from node_cases import PROJECT_DIR, boot, plan_of
+from node_cases import boot, plan_of
 
 from components.bundle import bundle_sha256, write_bundle
 from components.clouds import CLOUDS
+from components.paths import PROJECT_ROOT
 from components.stackfile import load_stack_file
 from fleet.stacks import spec_and_plan
 
-LOCAL_STACK = yaml.safe_load((PROJECT_DIR / "stacks/Pulumi.local.yaml").read_text())["config"]["gpufleet:cluster"]
+LOCAL_STACK = yaml.safe_load((PROJECT_ROOT / "stacks/Pulumi.local.yaml").read_text())["config"]["gpufleet:cluster"]
 
 FAKE_TORCHRUN = """#!/usr/bin/env bash
 # Stands in for torchrun: records how it was called, then runs one worker that checkpoints on SIGUSR1.

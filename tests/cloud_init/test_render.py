@@ -13,10 +13,11 @@ import yaml
 from bootstrap_helpers import tool
 from node_cases import CASES, boot, plan_of, snapshot_text, user_data
 
-from components.bootstrap import BIN, CLOUD_ADAPTER, REPO
+from components.bootstrap import BIN, CLOUD_ADAPTER
 from components.bundle import source_files
 from components.clouds import CLOUDS
 from components.local.cloudconfig import document
+from components.paths import PROJECT_ROOT
 from components.realizers.encoding import gzip_base64
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -64,12 +65,12 @@ def test_shell_is_clean(tmp_path):
         if path.startswith("cloud-init/bin/"):
             (root / BIN.lstrip("/") / Path(path).name).write_bytes(data)
     scripts = [p for p in (root / BIN.lstrip("/")).iterdir() if not p.name.endswith(".py")]
-    scripts += sorted((REPO / "cloud-init/clouds").iterdir())
+    scripts += sorted((PROJECT_ROOT / "cloud-init/clouds").iterdir())
     settings = []
     for case in CASES:
         settings.append(tmp_path / f"{case}.env")
         settings[-1].write_text(files_of(user_data(case))["/etc/gpufleet/node.env"])
-    assert {p.name for p in scripts} == {p.name for p in (REPO / "cloud-init/bin").iterdir()} | {
+    assert {p.name for p in scripts} == {p.name for p in (PROJECT_ROOT / "cloud-init/bin").iterdir()} | {
         "gpufleet-cloud.sh", *(f"{cloud}.sh" for cloud in CLOUDS)}
     result = subprocess.run([shellcheck, "-x", "-s", "bash", *map(str, scripts + settings)], check=False,
                             capture_output=True, text=True, cwd=root / BIN.lstrip("/"))
@@ -119,9 +120,9 @@ def test_settings_are_rendered_and_no_secret_is():
         "NCCL_DEBUG=WARN", "TORCH_NCCL_ASYNC_ERROR_HANDLING=1", "NCCL_SOCKET_IFNAME='^lo,docker'", "NCCL_IB_DISABLE=1"]
     # Scripts are the repository's files verbatim (gpufleet-store names the STS fields it reads); only the settings
     # are rendered per stack, and they must name no credential.
-    repo = {f"{BIN}/{p.name}": p.read_text() for p in (REPO / "cloud-init/bin").iterdir()}
+    repo = {f"{BIN}/{p.name}": p.read_text() for p in (PROJECT_ROOT / "cloud-init/bin").iterdir()}
     for case in CASES:
-        adapter = (REPO / "cloud-init/clouds" / f"{plan_of(case.rsplit('-', 1)[0]).cloud}.sh").read_text()
+        adapter = (PROJECT_ROOT / "cloud-init/clouds" / f"{plan_of(case.rsplit('-', 1)[0]).cloud}.sh").read_text()
         for entry in document(user_data(case))["write_files"]:
             if entry["path"] in repo or entry["path"] == CLOUD_ADAPTER:
                 assert entry["content"] == repo.get(entry["path"], adapter), (case, entry["path"])

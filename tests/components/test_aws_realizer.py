@@ -1,4 +1,5 @@
-"""Every shipped AWS stack, run through the real program under mocks, meets FACTS.md's invariants."""
+"""Every shipped AWS stack, run through the real program under mocks, meets the invariants docs/cloud-facts.md (AWS)
+states."""
 
 from __future__ import annotations
 

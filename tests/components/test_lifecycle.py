@@ -4,17 +4,18 @@ from it."""
 from __future__ import annotations
 
 from components.bootstrap import BUNDLE_FETCH_TRIES, BUNDLE_FETCH_WAIT_S
+from components.paths import PROJECT_ROOT
 from components.stackfile import load_stack_file
 from fleet.preview import run_program
-from fleet.stacks import PROJECT_DIR, spec_and_plan
+from fleet.stacks import spec_and_plan
 
 
 def shipped(name: str):
-    return spec_and_plan(load_stack_file(PROJECT_DIR / "stacks" / f"Pulumi.{name}.yaml"))[1]
+    return spec_and_plan(load_stack_file(PROJECT_ROOT / "stacks" / f"Pulumi.{name}.yaml"))[1]
 
 
 def asg(name: str) -> dict:
-    preview = run_program(load_stack_file(PROJECT_DIR / "stacks" / f"Pulumi.{name}.yaml"))
+    preview = run_program(load_stack_file(PROJECT_ROOT / "stacks" / f"Pulumi.{name}.yaml"))
     return next(r["inputs"] for r in preview.resources if r["type"] == "aws:autoscaling/group:Group")
 
 

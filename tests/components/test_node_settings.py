@@ -4,14 +4,15 @@ NCCL environment and the health gate's bandwidth bar."""
 from __future__ import annotations
 
 from components import catalog
+from components.paths import PROJECT_ROOT
 from components.plan.fabric import plan_fabric
 from components.plan.userdata import gate_threshold
 from components.stackfile import load_stack_file
-from fleet.stacks import PROJECT_DIR, spec_and_plan
+from fleet.stacks import spec_and_plan
 
 
 def shipped(name: str):
-    return spec_and_plan(load_stack_file(PROJECT_DIR / "stacks" / f"Pulumi.{name}.yaml"))[1]
+    return spec_and_plan(load_stack_file(PROJECT_ROOT / "stacks" / f"Pulumi.{name}.yaml"))[1]
 
 
 def test_the_exact_command_of_each_role():

@@ -4,22 +4,22 @@ market with the spot share rounded down; none when the cluster is the head alone
 from __future__ import annotations
 
 import pytest
+from stack_preview import shipped_where
 
+from components import catalog
+from components.clouds import CLOUDS
+from components.paths import PROJECT_ROOT
 from components.plan.model import MarketPlan
 from components.stackfile import load_stack_file
 from fleet.preview import run_program
-from fleet.stacks import PROJECT_DIR, spec_and_plan
+from fleet.stacks import spec_and_plan
 
-WHERE = {"aws": ("aws:region", "us-east-1", "us-east-1a", "g5.48xlarge"),
-         "alicloud": ("alicloud:region", "cn-hangzhou", "cn-hangzhou-h", "ecs.gn7i-c32g1.8xlarge"),
-         "tencentcloud": ("tencentcloud:region", "ap-guangzhou", "ap-guangzhou-6", "GN7.2XLARGE32"),
-         "local": (None, None, None, "cpu")}
 GROUP_TYPES = ("aws:autoscaling/group:Group", "alicloud:ess/scalingGroup:ScalingGroup",
                "tencentcloud:As/scalingGroup:ScalingGroup")
 
 
 def shipped(name: str):
-    return spec_and_plan(load_stack_file(PROJECT_DIR / "stacks" / f"Pulumi.{name}.yaml"))[1]
+    return spec_and_plan(load_stack_file(PROJECT_ROOT / "stacks" / f"Pulumi.{name}.yaml"))[1]
 
 
 def groups(plan) -> list[tuple]:
@@ -49,17 +49,18 @@ def test_aws_and_alibaba_keep_the_mix_in_one_group():
     assert groups(shipped("ali-spot")) == [("workers", "scaling-group", "mixed", 1, 3, 5)]
 
 
-@pytest.mark.parametrize("cloud", WHERE)
+@pytest.mark.parametrize("cloud", CLOUDS)
 def test_a_one_node_cluster_has_no_worker_group(write_stack, cloud):
-    key, region, zone, instance_type = WHERE[cloud]
-    cluster = {"cloud": cloud, "instanceType": instance_type, "nodes": 1, **({"zone": zone} if zone else {})}
-    preview = run_program(load_stack_file(write_stack(cluster, region=None, extra={key: region} if key else {})))
+    where = shipped_where(cloud)
+    cluster = {"cloud": cloud, "instanceType": catalog.type_names(cloud)[0], "nodes": 1,
+               **({"zone": where["zone"]} if where["zone"] else {})}
+    preview = run_program(load_stack_file(write_stack(cluster, region=None, extra=where["region"])))
     assert preview.plan.workers == ()
     assert not [r for r in preview.resources if r["type"] in GROUP_TYPES or "worker" in r["name"]]
 
 
 def test_tencent_groups_are_realized_as_planned():
-    preview = run_program(load_stack_file(PROJECT_DIR / "stacks/Pulumi.tencent-spot.yaml"))
+    preview = run_program(load_stack_file(PROJECT_ROOT / "stacks/Pulumi.tencent-spot.yaml"))
     built = {r["inputs"]["scalingGroupName"]: (r["inputs"]["minSize"], r["inputs"]["desiredCapacity"],
                                                r["inputs"]["maxSize"])
              for r in preview.resources if r["type"] == "tencentcloud:As/scalingGroup:ScalingGroup"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from stack_preview import shipped_where
 
 from components import catalog
 from components.clouds import CLOUDS
@@ -14,9 +15,6 @@ from components.stackfile import load_stack_file
 from fleet.preview import run_program
 from policy.rules import evaluate
 
-# A region and zone per cloud, as a user copies them from the cloud's console.
-WHERE = {"aws": ("us-east-1", "us-east-1a"), "alicloud": ("cn-wulanchabu", "cn-wulanchabu-c"),
-         "tencentcloud": ("ap-shanghai", "ap-shanghai-5"), "local": (None, None)}
 TYPES = [(cloud, name) for cloud in CLOUDS for name in catalog.type_names(cloud)]
 STAND_IN_APPID = "1250000000"
 
@@ -26,18 +24,18 @@ def minimal(write_stack):
     """Write the five-line stack for a cloud and type; returns its stack file."""
 
     def write(cloud: str, instance_type: str, **extra):
-        region, zone = WHERE[cloud]
+        where = shipped_where(cloud)
         cluster = {"cloud": cloud, "instanceType": instance_type, "nodes": 2, **extra}
-        if zone:
-            cluster["zone"] = zone
-        key = CLOUDS[cloud].region_key
-        return load_stack_file(write_stack(cluster, region=None, extra={key: region} if key else {}))
+        if where["zone"]:
+            cluster["zone"] = where["zone"]
+        return load_stack_file(write_stack(cluster, region=None, extra=where["region"]))
 
     return write
 
 
-def test_every_cloud_is_covered():
-    assert {cloud for cloud, _ in TYPES} == set(CLOUDS) == set(WHERE)
+def test_every_cloud_has_types_and_a_shipped_stack():
+    assert {cloud for cloud, _ in TYPES} == set(CLOUDS)
+    assert all(shipped_where(cloud) for cloud in CLOUDS)
 
 
 @pytest.mark.parametrize(("cloud", "instance_type"), TYPES, ids=[f"{c}-{t}" for c, t in TYPES])
@@ -65,7 +63,7 @@ def test_auto_image_is_looked_up_pinned_and_exported(minimal, cloud):
     assert images[0]["args"]["instanceType"] == instance_type, "an image the type can boot"
     assert "22" in json.dumps(images[0]["args"]) and "ubuntu" in json.dumps(images[0]["args"]).lower()
     image = preview.plan.image
-    assert image.source == "lookup" and image.pinned and not image.has_drivers
+    assert image.pinned and not image.has_drivers
     nodes = _nodes(preview)
     assert nodes and {n["inputs"]["imageId"] for n in nodes} == {image.ref}
     assert all(n["options"]["ignoreChanges"] == ["imageId"] for n in nodes), "a newer image must not roll nodes"
@@ -110,7 +108,7 @@ def test_tencent_bucket_defaults_to_one_named_after_the_appid(minimal):
     preview = run_program(minimal("tencentcloud", "GN7.2XLARGE32"))
     storage = preview.plan.storage
     assert storage.bucket.endswith(f"-{STAND_IN_APPID}") and storage.account_id == STAND_IN_APPID
-    region = WHERE["tencentcloud"][0]
+    region = next(iter(shipped_where("tencentcloud")["region"].values()))
     assert len(f"{storage.bucket}.cos.{region}.myqcloud.com") <= 60, "COS's domain limit"
     assert storage.bucket[0].isalpha() and "--" not in storage.bucket
     bucket = next(r for r in preview.resources if r["type"] == "tencentcloud:Cos/bucket:Bucket")
