@@ -12,7 +12,7 @@ from rich.table import Table
 from components.plan.model import ClusterPlan
 from fleet.diagram import mermaid
 from fleet.preview import Preview, run_program
-from fleet.stacks import resolve, spec_and_plan
+from fleet.stacks import resolve
 from policy.rules import evaluate
 
 EXIT_CLEAN, EXIT_VIOLATION = 0, 1
@@ -55,8 +55,9 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     stack = resolve(args.stack, args.stack_file)
-    _, plan = spec_and_plan(stack)
-    document = report(run_program(stack), plan)
+    preview = run_program(stack)
+    plan = preview.plan
+    document = report(preview, plan)
     mandatory = [v for v in document["violations"] if v["level"] == "mandatory"]
     if args.diagram:
         print(mermaid(plan))
