@@ -55,7 +55,6 @@ class NodeBootstrap:
     role: str  # "head" | "worker"
     instance_type: str
     gpus: int  # GPUs per node the catalog promises (0 on local CPU nodes)
-    gpu_model: str  # e.g. "H100", "" for none
     nvswitch: bool  # needs nvidia-fabricmanager of exactly the driver's version
     fabric: str  # "efa" | "erdma" | "rdma" | "tcp"
     fabric_devices: int  # expected EFA devices / eRDMA ERIs / RDMA NICs (0 for tcp)
@@ -86,8 +85,6 @@ class NodeBootstrap:
     local: (
         bool  # local mode: no driver install, no sysctl outside the namespace, fake metadata, paths under a node root
     )
-    # head only: node addresses Prometheus scrapes besides the nodes it discovers by their gpufleet:cluster tag
-    scrape_targets: tuple[str, ...] = ()
     # pip requirements of the job (e.g. "torch==2.13.0"), installed into /opt/gpufleet/venv; () = the image's python
     pip_packages: tuple[str, ...] = ()
 
@@ -128,9 +125,7 @@ def node_env(node: NodeBootstrap) -> str:
         "cloud": node.cloud,
         "region": node.region,
         "role": node.role,
-        "instance_type": node.instance_type,
         "gpus": node.gpus,
-        "gpu_model": node.gpu_model,
         "nvswitch": node.nvswitch,
         "fabric": node.fabric,
         "fabric_devices": node.fabric_devices,
@@ -161,7 +156,6 @@ def node_env(node: NodeBootstrap) -> str:
         "dcgm_exporter_port": node.metrics_ports[1],
         "prometheus_port": node.prometheus_port,
         "grafana_port": node.grafana_port,
-        "scrape_targets": node.scrape_targets,
         "pip_packages": node.pip_packages,
         "local": node.local,
         **{f"{name}_image": image for name, image in IMAGES.items()},

@@ -58,7 +58,7 @@ def role_user_data(cloud: CloudProfile, row: InstanceType, *, role: str, name: s
                    storage: StoragePlan, image: ImagePlan, port_range: tuple[int, int] | None, spot: bool) -> str:
     node = NodeBootstrap(
         cluster=name, cloud=cloud.name, region=region, role=role, instance_type=row.name, gpus=row.gpus,
-        gpu_model=row.gpu_model, nvswitch=row.nvswitch, fabric=fabric.kind, fabric_devices=fabric.devices,
+        nvswitch=row.nvswitch, fabric=fabric.kind, fabric_devices=fabric.devices,
         mtu=network.mtu, nccl_env=fabric.nccl_env, port_range=port_range, head_address=network.head_address,
         rendezvous_port=rendezvous_port, command=command, checkpoint_dir=CHECKPOINT_DIR,
         checkpoint_uri=storage.checkpoint_uri, code_uri=storage.code_uri, code_sha256=storage.code_sha256, spot=spot,
