@@ -7,6 +7,7 @@ import pytest
 
 from components.errors import SpecError
 from components.stackfile import load_stack_file
+from fleet.diagram import mermaid
 from fleet.preview import run_program
 from fleet.stacks import spec_and_plan
 
@@ -46,6 +47,7 @@ def test_aws_anti_affinity_on_efa_is_a_spread_group_that_every_node_joins(stack)
     assert [g["strategy"] for g in groups] == ["spread"]
     templates = [r["inputs"] for r in preview.resources if r["type"] == "aws:ec2/launchTemplate:LaunchTemplate"]
     assert [t["placement"]["groupName"] for t in templates] == ["test-pg", "test-pg"]
+    assert '"spread placement group"' in mermaid(preview.plan), "the diagram draws what is built"
 
 
 def test_aws_spread_group_holds_seven_nodes(stack):
