@@ -235,10 +235,3 @@ class ClusterPlan:
     def tag_map(self) -> dict[str, str]:
         """Tags of every resource that is not a node (nodes carry their role's)."""
         return dict(self.tags)
-
-    def role(self, name: str) -> RolePlan:
-        return self.head if name == HEAD else self.worker
-
-    def placements_of(self, role: str) -> tuple[PlacementPlan, ...]:
-        """The placement groups a role's nodes join."""
-        return tuple(p for p in self.placements if role in p.roles)

@@ -28,7 +28,7 @@ def plan_of(stack: str) -> ClusterPlan:
 def user_data(case: str) -> str:
     """The rendered #cloud-config of a case, "<stack>-<role>"."""
     stack, role = case.rsplit("-", 1)
-    return plan_of(stack).role(role).user_data
+    return getattr(plan_of(stack), role).user_data
 
 
 def snapshot_text(case: str) -> str:

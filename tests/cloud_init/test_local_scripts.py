@@ -70,7 +70,7 @@ def local_node(tmp_path, write_stack):
         base = {"head_address": "127.0.0.1", "checkpoint_dir": "/ckpt", "code_uri": code_uri,
                 "checkpoint_uri": f"file://{tmp_path}/bucket/ckpt"}
         root = tmp_path / "node"
-        entry = boot(plan.role(role).user_data, root, metadata, **(base | settings))
+        entry = boot(getattr(plan, role).user_data, root, metadata, **(base | settings))
         env = {"GPUFLEET_TEST": str(test), "PATH": f"{fake_bin}:" + run(["printenv", "PATH"], root).stdout.strip()}
         if installed:
             result = run([entry, "install"], root, env)
@@ -133,7 +133,7 @@ def test_train_pulls_the_checkpoint_and_runs_the_plans_command(local_node, tmp_p
             arg = arg.replace(slot, value)
         return arg
 
-    command = plan.role(role).command
+    command = getattr(plan, role).command
     assert command[0] == "torchrun"
     assert args == [filled(arg) for arg in command[1:]]
     assert args[:9] == ["--nnodes=2:2", f"--nproc-per-node={plan.ranks_per_node}", "--rdzv-backend=c10d",
