@@ -32,8 +32,8 @@ ENTRY = f"{BIN}/gpufleet-node"
 # The node's own cloud adapter (cloud-init/clouds/<cloud>.sh), which gpufleet-lib.sh sources.
 CLOUD_ADAPTER = f"{BIN}/gpufleet-cloud.sh"
 
-SPOT_POLL_S = 5  # poll the notice every 5 s (docs/cloud-facts.md, AWS: spot)
-SPOT_GRACE_S = 90  # the shortest notice, 120 s (docs/cloud-facts.md): time left to push the checkpoint
+SPOT_POLL_S = 5  # poll the notice every 5 s (docs/cloud-facts.md#aws-spot)
+SPOT_GRACE_S = 90  # the shortest notice is 120 s (docs/cloud-facts.md#aws-spot): time to push the checkpoint
 CKPT_SYNC_S = 300
 # A fresh node's role credentials and NAT route can lag cloud-init: the bundle fetch retries this often, this far apart.
 BUNDLE_FETCH_TRIES = 20

@@ -27,7 +27,7 @@ from components.stackfile import CLUSTER_KEY
 from training.config import ConfigError, TrainConfig
 
 # Addresses a cloud keeps in every subnet: network, router, DNS, one for future use, broadcast (the most any of
-# them keeps; docs/cloud-facts.md).
+# them keeps; docs/cloud-facts-plan.md#subnet-addresses).
 RESERVED_PER_SUBNET = 5
 MIN_PORT_RANGE = 256
 

@@ -1,4 +1,4 @@
-"""Alibaba Cloud facts (docs/cloud-facts.md, Alibaba Cloud): eRDMA, spot notices, jumbo-frame MTU, OSS.
+"""Alibaba Cloud facts (docs/cloud-facts.md#alibaba-cloud): eRDMA, spot notices, jumbo-frame MTU, OSS.
 
 Spot and deployment sets: spot instances cannot be created in a deployment set, and an ESS scaling configuration
 (pulumi_alicloud 4.0.0) takes no deployment set or HPC cluster at all. So only the on-demand head joins the

@@ -1,4 +1,4 @@
-"""AWS facts (docs/cloud-facts.md, AWS): EFA, IMDSv2 spot notices, MTU 9001 in a VPC, S3, and how AWS places nodes."""
+"""AWS facts (docs/cloud-facts.md#aws): EFA, IMDSv2 spot notices, MTU 9001 in a VPC, S3, and how AWS places nodes."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from components.stackfile import CLUSTER_KEY
 if TYPE_CHECKING:
     from components.spec import ClusterSpec
 
-# A (rack) spread placement group holds at most seven running instances per zone (docs/cloud-facts-plan.md, AWS).
+# A (rack) spread placement group holds at most seven running instances per zone
+# (docs/cloud-facts-plan.md#aws-placement-groups).
 SPREAD_MAX_PER_ZONE = 7
 
 
@@ -64,7 +65,7 @@ AWS = CloudProfile(
     realizer="components.aws.cluster",
     pulumi_package="aws",
     # The Deep Learning AMI through its SSM parameter: driver, CUDA, EFA and aws-ofi-nccl preinstalled, resolved by
-    # EC2 at every launch (docs/cloud-facts.md, AWS).
+    # EC2 at every launch (docs/cloud-facts.md#aws-images).
     auto_image=AutoImage(
         alias="resolve:ssm:/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
         has_drivers=True),

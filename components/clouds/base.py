@@ -77,7 +77,8 @@ class CloudProfile:
     imds_token_header: str = ""
     spot_discount: float = 0.0
     reserved_discount: float = 0.0
-    # Base64 bytes of user-data a node may get: 16 KB on EC2, ECS and CVM alike (docs/cloud-facts.md); None: no limit.
+    # Base64 bytes of user-data a node may get: 16 KB on EC2, ECS and CVM alike
+    # (docs/cloud-facts.md#user-data-limit); None: no limit.
     max_user_data_bytes: int | None = 16384
     spot_strategies: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     unsupported: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))

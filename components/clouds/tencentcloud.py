@@ -1,4 +1,4 @@
-"""Tencent Cloud facts (docs/cloud-facts.md, Tencent Cloud): HCC RDMA, spot notices at metadata.tencentyun.com, COS.
+"""Tencent Cloud facts (docs/cloud-facts.md#tencent-cloud): HCC RDMA, spot notices at metadata.tencentyun.com, COS.
 
 HCC rules: on Tencent Cloud RDMA comes only with HCC types, and every HCC instance joins an HPC cluster in the zone.
 An AS scaling config (tencentcloud_iac_pulumi 0.2.3) takes no HPC cluster, so HCC workers are plain instances and an
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 # COS bucket names end in the account's APPID: <name>-<appid>.
 BUCKET_WITH_APPID = re.compile(r"^[a-z0-9-]+-(\d{6,})$")
-# <name>-<appid>.cos.<region>.myqcloud.com is at most 60 characters (docs/cloud-facts-plan.md, Tencent Cloud: COS).
+# <name>-<appid>.cos.<region>.myqcloud.com is at most 60 characters (docs/cloud-facts-plan.md#tencent-cos).
 COS_DOMAIN_MAX = 60
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from components.catalog import InstanceType
 from components.plan.model import FabricPlan, Interface
 
-# NCCL/libfabric settings per fabric (docs/cloud-facts.md: AWS: EFA, Alibaba Cloud: eRDMA, Tencent Cloud: HCC).
+# NCCL/libfabric settings per fabric (docs/cloud-facts.md#aws-nccl-over-efa, #alibaba-erdma, #tencent-hcc).
 # EFA with aws-ofi-nccl >= 1.7 needs almost nothing set.
 _COMMON = (("NCCL_DEBUG", "WARN"), ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"))
 NCCL_ENV: dict[str, tuple[tuple[str, str], ...]] = {
@@ -27,7 +27,7 @@ def resolve_fabric(choice: str, row: InstanceType) -> str:
 def _interfaces(kind: str, devices: int) -> tuple[Interface, ...]:
     """One interface per network card; the primary (card 0, device 0) carries IP, the rest are fabric-only.
 
-    EFA: card0/dev0 `efa`, cards 1..N-1 `efa-only` (one IP per node; an accepted layout, docs/cloud-facts.md, AWS: EFA).
+    EFA: card0/dev0 `efa`, cards 1..N-1 `efa-only` (one IP per node; an accepted layout, docs/cloud-facts.md#aws-efa).
     eRDMA: the primary plus ERIs on device indexes 1..N. Others: the primary alone.
     """
     if kind == "efa":

@@ -11,7 +11,7 @@ from components.plan.model import ClusterPlan, ImagePlan, MarketPlan
 
 SYSTEM_DISK = "CLOUD_SSD"
 ON_DEMAND = "POSTPAID_BY_HOUR"
-# The spot type is spelt differently by CVM instances and AS configs (docs/cloud-facts.md, Tencent Cloud: spot).
+# The spot type is spelt differently by CVM instances and AS configs (docs/cloud-facts.md#tencent-spot).
 SPOT_TYPE = {"instance": "ONE-TIME", "as": "one-time"}
 
 

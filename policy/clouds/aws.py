@@ -41,7 +41,7 @@ def _card_device(nic: dict) -> tuple[int, int]:
 
 
 def _efa_layout(nics: list[dict], devices: int) -> Iterable[str]:
-    """The accepted layouts (docs/cloud-facts.md, AWS: EFA): one EFA-capable interface per card 0..N-1, the primary
+    """The accepted layouts (docs/cloud-facts.md#aws-efa): one EFA-capable interface per card 0..N-1, the primary
     (card 0, device 0) never efa-only."""
     fabric = [n for n in nics if n.get("interfaceType") in EFA_KINDS]
     if not fabric:

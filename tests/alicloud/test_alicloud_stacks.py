@@ -1,5 +1,5 @@
-"""Every shipped Alibaba Cloud stack, run through the real program under mocks, meets the invariants docs/cloud-facts.md
-(Alibaba Cloud) states."""
+"""Every shipped Alibaba Cloud stack, run through the real program under mocks, meets the invariants
+docs/cloud-facts.md#alibaba-cloud states."""
 
 from __future__ import annotations
 

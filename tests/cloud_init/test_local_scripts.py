@@ -185,8 +185,9 @@ def test_fabric_sets_the_mtu_and_persists_it_for_netplan(local_node):
     assert dropin.stat().st_mode & 0o777 == 0o600, "netplan warns about config others can read"
 
 
-# How each cloud's metadata service answers (docs/cloud-facts.md): the status a token-less GET gets where a token is
-# required, and whether "no spot notice" reads as an empty 200 or a 404. Paths and header names are the profiles'.
+# How each cloud's metadata service answers (docs/cloud-facts.md#aws-imds, #alibaba-metadata): the status a
+# token-less GET gets where a token is required, and whether "no spot notice" reads as an empty 200 or a 404. Paths
+# and header names are the profiles'.
 METADATA_STYLES = {
     "aws": {"reject": 401, "empty_means_none": False},
     "alicloud": {"reject": 403, "empty_means_none": True},

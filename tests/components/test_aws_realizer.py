@@ -1,5 +1,5 @@
-"""Every shipped AWS stack, run through the real program under mocks, meets the invariants docs/cloud-facts.md (AWS)
-states."""
+"""Every shipped AWS stack, run through the real program under mocks, meets the invariants
+docs/cloud-facts.md#aws states."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Every shipped Tencent Cloud stack, run through the real program under mocks, meets the invariants docs/cloud-facts.md
-(Tencent Cloud) states."""
+"""Every shipped Tencent Cloud stack, run through the real program under mocks, meets the invariants
+docs/cloud-facts.md#tencent-cloud states."""
 
 from __future__ import annotations
 
