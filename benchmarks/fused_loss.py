@@ -1,4 +1,4 @@
-"""The fused output layer + cross-entropy (``training/fused_loss.py``) at GPT-2 124M's shape. CUDA only.
+"""The fused output layer + cross-entropy (``training/kernels/fused_loss.py``) at GPT-2 124M's shape. CUDA only.
 
 Groups, each against a baseline measured in the same run: the bf16 loss kernel at several launch shapes against
 PyTorch's cross-entropy forward + backward over the same logits; the kernel writing an e5m2 gradient instead, against
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     if cuda_timing.cuda_missing("benchmarks/fused_loss.py"):
         return 2
     # needs Triton, which CUDA builds of PyTorch bring
-    from training.fused_loss import BLOCK, NUM_WARPS, cross_entropy_rows_, cross_entropy_rows_fp8, transposed
+    from training.kernels.fused_loss import BLOCK, NUM_WARPS, cross_entropy_rows_, cross_entropy_rows_fp8, transposed
 
     generator = torch.Generator(device="cuda").manual_seed(0)
     pool = [(torch.randn(args.rows, args.vocab, device="cuda", generator=generator) * 2).bfloat16() for _ in range(2)]
@@ -143,7 +143,7 @@ def product_results(hidden: torch.Tensor, weight: torch.Tensor, generator: torch
 
 def head_results(hidden: torch.Tensor, weight: torch.Tensor, generator: torch.Generator) -> list[dict]:
     """The whole head, products and loss, forward and backward, in bf16 and with FP8 products."""
-    from training.fused_loss import head_cross_entropy
+    from training.kernels.fused_loss import head_cross_entropy
 
     results = []
     targets = torch.randint(0, weight.shape[0], (hidden.shape[0],), device="cuda", generator=generator)

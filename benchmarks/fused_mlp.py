@@ -1,6 +1,6 @@
-"""The fused MLP (``training/fused_mlp.py``) at GPT-2 124M's shape against PyTorch's MLP, forward + backward, measured
-in the same run; then its two cuBLASLt products alone against the plain products they replace. CUDA only. Prints
-one JSON line per variant and a table, with each time as a ratio against the variant's baseline.
+"""The fused MLP (``training/kernels/fused_mlp.py``) at GPT-2 124M's shape against PyTorch's MLP, forward +
+backward, measured in the same run; then its two cuBLASLt products alone against the plain products they replace.
+CUDA only. Prints one JSON line per variant and a table, with each time as a ratio against the variant's baseline.
 
     python3 benchmarks/fused_mlp.py [--rows 65536] [--width 768] [--bias]
 """
@@ -19,8 +19,8 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import cuda_timing
-from training import cublaslt
-from training.fused_mlp import _gelu_mlp
+from training.kernels import cublaslt
+from training.kernels.fused_mlp import _gelu_mlp
 
 
 def plain_mlp(x, up_weight, up_bias, down_weight, down_bias):

@@ -24,8 +24,8 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import cuda_timing
-from training import cublaslt
 from training.config import MODEL_SIZES
+from training.kernels import cublaslt
 
 RUNS = 10
 """Products run back to back per timing, for PyTorch and for each cuBLASLt candidate alike."""

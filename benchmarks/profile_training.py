@@ -27,17 +27,19 @@ sys.path.insert(0, str(ROOT))
 VARIANTS: dict[str, dict] = {
     "base": {},
     "fp32-residual": {"residual_stream": "fp32"},
-    "unfused-loss": {"fused_loss": False},
-    "unfused-mlp": {"fused_mlp": False},
-    "bf16-head": {"fp8_head": False},
+    "unfused-loss": {"keep": (True, False, False)},
+    "unfused-mlp": {"keep": (False, True, True)},
+    "bf16-head": {"keep": (True, True, False)},
+    "kernels-off": {"kernels": "off"},
     "bias": {"bias": True},
-    "nanogpt-like": {"residual_stream": "fp32", "fused_loss": False},
+    "nanogpt-like": {"residual_stream": "fp32", "keep": (True, False, False)},
     "mb128": {"micro_batch": 128},
     "cudnn": {"sdpa_backend": "cudnn"},
     "flash": {"sdpa_backend": "flash"},
     "compiled-autograd": {},
 }
-"""Each variant's settings: TrainConfig fields; 'compiled-autograd' is not a setting: it compiles backward too, so
+"""Each variant's settings: TrainConfig fields, and 'keep': which of the fused kernels that pass their self-test the
+variant keeps (MLP, loss, FP8 head; ``Fused.keep``). 'compiled-autograd' is not a setting: it compiles backward too, so
 that AccumulateGrad's adds and casts join the backward graph (0.988x on an H200, ``benchmarks/TRAINING.md``)."""
 
 FAMILIES: tuple[tuple[str, str], ...] = (
@@ -108,17 +110,24 @@ def run_variant(name: str, model_name: str, micro_batch: int, steps: int, trace_
     import torch
     from torch.profiler import ProfilerActivity, profile
 
+    from training.batching import StepSplit
     from training.config import TrainConfig
     from training.metrics import mfu, peak_tflops
-    from training.model import GPT, select_attention_backend
+    from training.model import GPT, Fused, select_attention_backend
 
     settings = {"model": model_name, "micro_batch": micro_batch, **VARIANTS[name]}
+    keep = settings.pop("keep", (True, True, True))
     cfg = TrainConfig(**settings)
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")
     torch.manual_seed(cfg.seed)
     select_attention_backend(cfg.sdpa_backend)
-    model = GPT.from_config(cfg, half=cuda, cuda=cuda).to(device)
+    fused = Fused()
+    if cfg.kernels == "auto":
+        from training.kernels import select
+
+        fused = select(device, cuda, cfg.bias)[0].keep(*keep)
+    model = GPT.from_config(cfg, half=cuda, fused=fused).to(device)
     optimizer = torch.optim.AdamW(model.param_groups(cfg.weight_decay), lr=cfg.lr, fused=cuda)
     step_fn = torch.compile(model) if cuda else model
     compiled_backward = name == "compiled-autograd" and cuda
@@ -173,7 +182,7 @@ def run_variant(name: str, model_name: str, micro_batch: int, steps: int, trace_
     sync()
     optimizer_ms = (time.perf_counter() - started) * 1e3
 
-    accum = cfg.accum_steps(1)
+    accum = StepSplit(cfg.global_batch, 1, cfg.micro_batch).micro_steps
     full_steps = 2
     started = time.perf_counter()
     for _ in range(full_steps):

@@ -3,7 +3,8 @@
 A bad NVLink/NVSwitch, a throttled GPU or a missing fabric manager would slow every rank of the job.
     torchrun --standalone --nproc-per-node=8 health_allreduce.py --min-busbw 300
 Rank 0 prints JSON; GB/s as nccl-tests: algbw = bytes/time, busbw = algbw * 2(n-1)/n. It exits 1 (torchrun fails)
-when the busbw of the largest size is below --min-busbw. `--backend gloo` runs on CPU for tests.
+when the busbw of the largest size is below --min-busbw. `--backend gloo` runs on CPU for tests. `busbw` is also
+what the cluster acceptance (health/acceptance.py) times across nodes and pairs of nodes.
 """
 
 import argparse
@@ -14,6 +15,28 @@ import time
 
 import torch
 import torch.distributed as dist
+
+
+def busbw(size_bytes: int, dtype: torch.dtype, device: torch.device, iters: int, warmup: int,
+          group: dist.ProcessGroup | None = None) -> dict:
+    """One size's all-reduce over ``group`` (the world by default): time per call, algbw and busbw in GB/s."""
+    world = dist.get_world_size(group)
+
+    def timed(x: torch.Tensor, n: int) -> float:
+        start = time.perf_counter()
+        for _ in range(n):
+            dist.all_reduce(x, group=group)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        dist.barrier(group=group)
+        return time.perf_counter() - start
+
+    x = torch.ones(size_bytes * 8 // torch.finfo(dtype).bits, dtype=dtype, device=device)
+    timed(x, warmup)
+    seconds = timed(x, iters) / iters
+    algbw = size_bytes / seconds / 1e9
+    return {"size_bytes": size_bytes, "time_ms": seconds * 1e3, "algbw_gbps": algbw,
+            "busbw_gbps": algbw * 2 * (world - 1) / world}  # fmt: skip
 
 
 def main(argv: list[str]) -> int:
@@ -34,30 +57,14 @@ def main(argv: list[str]) -> int:
         torch.cuda.set_device(device)
     dtype = getattr(torch, args.dtype)
 
-    def timed(x: torch.Tensor, n: int) -> float:
-        start = time.perf_counter()
-        for _ in range(n):
-            dist.all_reduce(x)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        dist.barrier()
-        return time.perf_counter() - start
-
-    results = []
-    for mib in map(int, args.sizes_mib.split(",")):
-        size = mib << 20
-        x = torch.ones(size * 8 // torch.finfo(dtype).bits, dtype=dtype, device=device)
-        timed(x, args.warmup)
-        seconds = timed(x, args.iters) / args.iters
-        algbw = size / seconds / 1e9
-        busbw = algbw * 2 * (world - 1) / world
-        results.append({"size_bytes": size, "time_ms": round(seconds * 1e3, 3), "algbw_gbps": round(algbw, 2),
-                        "busbw_gbps": round(busbw, 2)})  # fmt: skip
-    busbw = results[-1]["busbw_gbps"]
-    ok = busbw >= args.min_busbw
+    results = [busbw(mib << 20, dtype, device, args.iters, args.warmup) for mib in map(int, args.sizes_mib.split(","))]
+    results = [{**r, "time_ms": round(r["time_ms"], 3), "algbw_gbps": round(r["algbw_gbps"], 2),
+                "busbw_gbps": round(r["busbw_gbps"], 2)} for r in results]  # fmt: skip
+    figure = results[-1]["busbw_gbps"]
+    ok = figure >= args.min_busbw
     if rank == 0:
         report = {"world_size": world, "backend": args.backend, "dtype": args.dtype, "results": results,
-                  "busbw_gbps": busbw, "min_busbw_gbps": args.min_busbw, "ok": ok}  # fmt: skip
+                  "busbw_gbps": figure, "min_busbw_gbps": args.min_busbw, "ok": ok}  # fmt: skip
         print(json.dumps(report))
     dist.destroy_process_group()
     return 0 if ok or rank != 0 else 1

@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 
 from components.paths import PROJECT_ROOT
+from training.config import TrainConfig
 
 # Paths in the archive are the repository's, so the node finds training/, cloud-init/bin/, ... under one directory.
 SOURCES = (
@@ -22,16 +23,25 @@ SOURCES = (
     "cloud-init/bin/*",
     "cloud-init/clouds/*",
     "cloud-init/health_allreduce.py",
+    "cloud-init/health/*.py",
     "cloud-init/systemd/*",
     "monitoring/*",
 )
+KERNELS = "training/kernels/"
+"""The job's GPU kernels: in the bundle only when the job uses them, so a change to them rolls only those nodes."""
 
 
-def source_files() -> dict[str, bytes]:
-    """Archive path -> content of every file SOURCES names (no caches, no folders)."""
+def uses_kernels(job: Mapping[str, object]) -> bool:
+    """Whether a stack's `job` object (already validated) runs the job's own kernels: unless `kernels: off`."""
+    return TrainConfig.from_overrides(job).kernels != "off"
+
+
+def source_files(kernels: bool = True) -> dict[str, bytes]:
+    """Archive path -> content of every file SOURCES names (no caches, no folders), the kernels only if asked."""
     paths = {p for pattern in SOURCES for p in PROJECT_ROOT.glob(pattern)
              if p.is_file() and "__pycache__" not in p.parts}
-    return {str(p.relative_to(PROJECT_ROOT)): p.read_bytes() for p in sorted(paths)}
+    files = {str(p.relative_to(PROJECT_ROOT)): p.read_bytes() for p in sorted(paths)}
+    return files if kernels else {name: data for name, data in files.items() if not name.startswith(KERNELS)}
 
 
 def build(files: Mapping[str, bytes]) -> bytes:
@@ -47,18 +57,22 @@ def build(files: Mapping[str, bytes]) -> bytes:
 
 
 @cache
-def bundle_bytes() -> bytes:
-    return build(source_files())
+def bundle_bytes(kernels: bool = True) -> bytes:
+    return build(source_files(kernels))
 
 
-def bundle_sha256() -> str:
-    return hashlib.sha256(bundle_bytes()).hexdigest()
+def bundle_sha256(kernels: bool = True) -> str:
+    return hashlib.sha256(bundle_bytes(kernels)).hexdigest()
 
 
-def write_bundle(directory: Path) -> Path:
-    """Write the bundle as <sha>.tar.gz under a directory (the realizers' upload source, the local bucket)."""
+def write_bundle(directory: Path, sha256: str) -> Path:
+    """Write the bundle the plan names by ``sha256`` (with or without the kernels) as <sha>.tar.gz under a
+    directory (the realizers' upload source, the local bucket)."""
+    kernels = next((k for k in (True, False) if bundle_sha256(k) == sha256), None)
+    if kernels is None:
+        raise ValueError(f"no bundle of this checkout has sha256 {sha256}: the plan is from other sources")
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{bundle_sha256()}.tar.gz"
+    path = directory / f"{sha256}.tar.gz"
     if not path.exists():
-        path.write_bytes(bundle_bytes())
+        path.write_bytes(bundle_bytes(kernels))
     return path

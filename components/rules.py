@@ -6,10 +6,10 @@ Each rule returns problems instead of raising, so a user sees everything wrong w
 from __future__ import annotations
 
 import difflib
-import ipaddress
 from collections.abc import Callable, Iterable
 
 from components import catalog
+from components.checks import CHECKS
 from components.clouds import profile
 from components.clouds.base import (
     CAPACITY_BLOCK,
@@ -24,29 +24,13 @@ from components.errors import Problem, SpecError
 from components.plan.placement import ask_of
 from components.spec import ClusterSpec, ShapeError, parse_spec
 from components.stackfile import CLUSTER_KEY
-from training.config import ConfigError, TrainConfig
-
-# Addresses a cloud keeps in every subnet: network, router, DNS, one for future use, broadcast (the most any of
-# them keeps; docs/cloud-facts-plan.md#subnet-addresses).
-RESERVED_PER_SUBNET = 5
-MIN_PORT_RANGE = 256
+from training.config import ConfigError, TrainConfig, setting_name
 
 Rule = Callable[[ClusterSpec, CloudProfile], Iterable[Problem]]
 
 
 def _at(path: str) -> str:
     return f"{CLUSTER_KEY}.{path}"
-
-
-def region_and_zone(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
-    if cloud.region_key is None:
-        return
-    if not spec.region:
-        yield Problem(cloud.region_key, "is not set.", f"add `{cloud.region_key}: <region>` under config.")
-    elif not spec.zone.startswith(spec.region):
-        yield Problem(_at("zone"), f"{spec.zone!r} is not a zone of region {spec.region!r}.",
-                      f"use a zone whose name starts with {spec.region} (see the cloud's zone list), "
-                      f"or change {cloud.region_key}.")
 
 
 def instance_type(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
@@ -102,26 +86,6 @@ def fabric(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
                       f"use fabric auto or tcp, or an instance type with {wanted}.")
 
 
-def network(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
-    vpc = ipaddress.IPv4Network(spec.network.vpc_cidr)
-    private_size = vpc.num_addresses // 2
-    needed = spec.counts.max + RESERVED_PER_SUBNET + 1
-    if vpc.prefixlen > 27 or private_size < needed:
-        yield Problem(_at("network.vpcCidr"),
-                      f"{vpc} leaves {private_size} addresses for nodes, too few for {spec.counts.max} nodes.",
-                      f"use a larger range such as {vpc.network_address}/16.")
-    ports = spec.network.port_range
-    if ports is not None:
-        low, high = ports
-        if high - low + 1 < MIN_PORT_RANGE:
-            yield Problem(_at("network.ncclPortRange"), f"{low}-{high} holds fewer than {MIN_PORT_RANGE} ports; "
-                          "NCCL and every other outgoing connection of the node draw from it.",
-                          f"widen it to at least {MIN_PORT_RANGE} ports, e.g. 50000-51000.")
-        if low <= spec.network.rendezvous_port <= high:
-            yield Problem(_at("network.ncclPortRange"), f"contains the rendezvous port {spec.network.rendezvous_port}.",
-                          "move the range or network.rendezvousPort apart.")
-
-
 def autoscaling(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
     a, counts = spec.autoscaling, spec.counts
     if a.gpu_util_target is not None:
@@ -140,7 +104,9 @@ def autoscaling(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
 
 
 def job(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
-    """The training settings parse, and the global batch splits evenly at every node count the cluster can have."""
+    """The training settings parse, and every rank has a sequence per step at every node count the cluster can
+    stand at. Nothing else about the batch: the job splits it exactly over any number of ranks up to it and picks
+    the micro-batch from the GPU's memory (training.batching, training.memory)."""
     try:
         config = TrainConfig.from_overrides(spec.job)
     except ConfigError as error:
@@ -154,16 +120,16 @@ def job(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
         yield Problem(_at("ranksPerNode"), f"{spec.ranks_per_node} ranks but {row.name} has {row.gpus} GPUs.",
                       f"use at most {row.gpus}, or leave it unset for one rank per GPU.")
     counts = spec.counts
-    if not counts.min <= counts.desired <= counts.max or not {"globalBatch", "microBatch"} & set(spec.job):
+    if not counts.min <= counts.desired <= counts.max or counts.max * ranks <= config.global_batch:
         return
-    sizes = sorted({counts.min, counts.desired, counts.max})
-    uneven = [n for n in sizes if config.global_batch % (config.micro_batch * n * ranks)]
-    if uneven:
-        yield Problem(_at("job.globalBatch"),
-                      f"{config.global_batch} sequences do not split evenly over {config.micro_batch} per rank x "
-                      f"{ranks} ranks x {', '.join(map(str, uneven))} node(s).",
-                      "set job.globalBatch to a multiple of microBatch x ranks per node x the node counts "
-                      f"{', '.join(map(str, sizes))} (or lower job.microBatch).")
+    most, batch = counts.max * ranks, config.global_batch
+    fix = f"set job.globalBatch to at least {most}, or nodes.max to at most {batch // ranks}."
+    if any(setting_name(key) == "global_batch" for key in spec.job):
+        yield Problem(_at("job.globalBatch"), f"{batch} sequences per step cannot give each of the {most} ranks at "
+                      f"{counts.max} nodes x {ranks} ranks one.", fix)
+    else:
+        yield Problem(_at("nodes.max"), f"{counts.max} nodes x {ranks} ranks = {most} ranks, more than the job's "
+                      f"{batch} sequences per step (the default job.globalBatch): every rank needs one.", fix)
 
 
 def ranks_per_node(spec: ClusterSpec, row: catalog.InstanceType) -> int:
@@ -197,14 +163,13 @@ def unsupported(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
                           "remove the setting or choose another cloud.")
 
 
-RULES: tuple[Rule, ...] = (region_and_zone, instance_type, node_counts, market, fabric, network, autoscaling, job,
-                           placement, unsupported)
+RULES: tuple[Rule, ...] = (instance_type, node_counts, market, fabric, autoscaling, job, placement, unsupported)
 
 
 def problems_of(spec: ClusterSpec) -> list[Problem]:
     """Every rule's findings for a spec whose shape is valid."""
     cloud = profile(spec.cloud)
-    return [problem for rule in (*RULES, *cloud.rules) for problem in rule(spec, cloud)]
+    return [problem for rule in (*CHECKS, *RULES, *cloud.rules) for problem in rule(spec, cloud)]
 
 
 def validate(raw: object, region: str, stack: str) -> ClusterSpec:

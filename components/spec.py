@@ -8,32 +8,25 @@ from __future__ import annotations
 
 import copy
 import difflib
-import ipaddress
 import re
 import types
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from components.cidrs import normalised_cidr, normalised_vpc_cidr
 from components.clouds import CLOUDS
 from components.errors import Problem, SpecError
+from components.jobs import node_settings, refused_settings
+from components.names import CLUSTER_NAME, checked_cluster_name, cluster_name
 from components.stackfile import CLUSTER_KEY
 
 Cloud = Literal[tuple(CLOUDS)]
 FabricChoice = Literal["auto", "efa", "erdma", "rdma", "tcp"]
 SpotStrategy = Literal["price-capacity-optimized", "capacity-optimized", "lowest-price"]
 _PORT_RANGE = re.compile(r"^\s*(\d{1,5})\s*-\s*(\d{1,5})\s*$")
-
-
-def _checked_cidr(value: str, parse, what: str) -> str:
-    """The value unchanged if `parse` accepts it as a network with no host bits set; else a message saying why."""
-    try:
-        parse(value, strict=True)
-    except ValueError as error:
-        raise ValueError(f"{value!r} is not {what} ({error})") from None
-    return value
 
 
 def _leaf_types(annotation: Any) -> list[Any]:
@@ -92,10 +85,11 @@ class Network(_Model):
     fabric: FabricChoice = Field("auto", description="Inter-node fabric; `auto` picks the best the type has.")
     nccl_port_range: str | None = Field(
         None, description='Pin NCCL ports to "LO-HI" and open only those (plus rendezvous) inside the cluster.')
-    ssh_cidrs: tuple[str, ...] = Field((), description="CIDRs allowed to SSH in; none by default.")
+    ssh_cidrs: tuple[Annotated[str, AfterValidator(normalised_cidr)], ...] = Field(
+        (), description="CIDRs allowed to SSH in; none by default.")
     allow_internet: bool = Field(
-        False, description="Opt in to rules open to the whole internet (0.0.0.0/0 in sshCidrs); policy rejects "
-                           "such rules otherwise.")
+        False, description="Opt in to sshCidrs open to the internet (a range wider than a /8, such as 0.0.0.0/0, "
+                           "or ranges that together admit more of it than a /8); policy rejects them otherwise.")
     rendezvous_port: int = Field(29400, ge=1024, le=65535, description="torchrun c10d rendezvous port on the head.")
     anti_affinity: bool = Field(False, description="Spread nodes over hosts or racks (a spread placement group), "
                                 "where the cloud can; refused with the reason where it cannot.")
@@ -103,12 +97,7 @@ class Network(_Model):
     @field_validator("vpc_cidr")
     @classmethod
     def _cidr(cls, value: str) -> str:
-        return _checked_cidr(value, ipaddress.IPv4Network, "an IPv4 CIDR like 10.0.0.0/16")
-
-    @field_validator("ssh_cidrs")
-    @classmethod
-    def _ssh(cls, values: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(_checked_cidr(value, ipaddress.ip_network, "a CIDR like 203.0.113.0/24") for value in values)
+        return normalised_vpc_cidr(value)
 
     @field_validator("nccl_port_range")
     @classmethod
@@ -152,7 +141,9 @@ class ClusterSpec(_Model):
     """A whole cluster as the stack file states it, after defaults."""
 
     cloud: Cloud = Field(description=f"Where the cluster runs: {', '.join(CLOUDS)}.")
-    name: str | None = Field(None, pattern=r"^[a-z][a-z0-9-]{1,30}$", description="Cluster name; default: the stack.")
+    name: str | None = Field(None, json_schema_extra={"pattern": CLUSTER_NAME.pattern},
+                             description="Cluster name; default: the stack's name in lowercase letters, digits and "
+                                         "dashes.")
     region: str = Field("", description="Set from the provider key (`aws:region`, ...), not written here.")
     zone: str = Field("local", description="The one zone every node and the placement group live in.")
     instance_type: str = Field(description="Instance type, a row of the catalog for this cloud.")
@@ -168,6 +159,16 @@ class ClusterSpec(_Model):
     job: dict[str, Any] = Field(default_factory=dict, description="Overrides of the training job's settings "
                                 "(any `python -m training.train --help` setting, camelCase).")
     tags: dict[str, str] = Field(default_factory=dict, description="Extra tags on every resource.")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        return None if value is None else checked_cluster_name(value)
+
+    @field_validator("job")
+    @classmethod
+    def _job(cls, job: dict[str, Any]) -> dict[str, Any]:
+        return node_settings(job)
 
     @property
     def counts(self) -> NodeCounts:
@@ -190,16 +191,18 @@ _FIXES = {
     "bool_parsing": "write true or false.",
     "flag_for_number": "write a number.",
     "string_type": "write a string.",
+    "tuple_type": "write a list, e.g. [203.0.113.0/24].",
+    "list_type": "write a list.",
+    "dict_type": "write a map of keys and values.",
     "greater_than_equal": "raise it.",
     "less_than_equal": "lower it.",
     "greater_than": "raise it.",
-    "string_pattern_mismatch": "use lowercase letters, digits and dashes, starting with a letter.",
     "value_error": "correct the value as described.",
 }
 
 
 def _path(loc: tuple[Any, ...]) -> str:
-    parts = [str(part) for part in loc if not (isinstance(part, str) and part in _UNION_TAGS)]
+    parts = [str(part) for part in loc if not (isinstance(part, str) and part in (*_UNION_TAGS, "[key]"))]
     return ".".join([CLUSTER_KEY, *parts])
 
 
@@ -264,9 +267,20 @@ def parse_spec(raw: Any, region: str, stack: str) -> ClusterSpec:
     if not isinstance(raw, dict):
         raise SpecError([Problem(CLUSTER_KEY, "is missing or not a map.",
                                  "add `gpufleet:cluster:` with at least cloud, instanceType and nodes.")])
-    data = {"name": stack, **copy.deepcopy(raw), "region": region}
+    written_region = raw.get("region")
+    data = {**copy.deepcopy(raw), "region": region}
+    if data.get("name") is None:
+        data["name"] = cluster_name(stack)
+    refused: list[Problem] = []
+    if written_region is not None:
+        refused.append(Problem(f"{CLUSTER_KEY}.region", f"is not a cluster setting: the region is the provider's "
+                               f"own config key (e.g. aws:region), so {written_region!r} here would be ignored.",
+                               "move it to config as <cloud>:region (aws:region, alicloud:region or "
+                               "tencentcloud:region) and remove it here."))
+    if isinstance(data.get("job"), dict):
+        data["job"], refused = refused_settings(data["job"])
     try:
-        return ClusterSpec.model_validate(data)
+        spec = ClusterSpec.model_validate(data)
     except ValidationError as error:
         errors = _dedupe_union(error.errors())
         for item in errors:
@@ -275,4 +289,7 @@ def parse_spec(raw: Any, region: str, stack: str) -> ClusterSpec:
             partial = ClusterSpec.model_validate(data)
         except ValidationError:
             partial = None
-        raise ShapeError([_problem(e) for e in errors], partial) from None
+        raise ShapeError([_problem(e) for e in errors] + refused, partial) from None
+    if refused:
+        raise ShapeError(refused, spec)
+    return spec

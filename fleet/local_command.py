@@ -91,8 +91,8 @@ def run_up(args) -> int:
     except LocalError as error:
         return _fail(error)
     except KeyboardInterrupt:
-        print(f"fleet: interrupted; processes stopped. `fleet down --stack {plan.stack}` removes the rest.",
-              file=sys.stderr)
+        print(f"fleet: interrupted; the cluster's processes and network are removed (its logs and checkpoints stay "
+              f"until the next `fleet up` or `fleet down --stack {plan.stack}`).", file=sys.stderr)
         return 130
     if args.json:
         print(json.dumps(summary))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from typing import Any
 
@@ -13,9 +14,11 @@ from components.plan.model import ClusterPlan
 from fleet.diagram import mermaid
 from fleet.preview import Preview, run_program
 from fleet.stacks import resolve
+from fleet.validate.command import print_validation, validation
+from fleet.validate.toolchain import ToolchainMissing
 from policy.rules import evaluate
 
-EXIT_CLEAN, EXIT_VIOLATION = 0, 1
+EXIT_CLEAN, EXIT_VIOLATION, EXIT_INVALID = 0, 1, 2
 
 
 def cost_of(plan: ClusterPlan) -> dict[str, Any]:
@@ -50,6 +53,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("plan", help="preview a stack's resources offline (no Pulumi CLI, no credentials)")
     add_stack_args(parser)
     parser.add_argument("--diagram", action="store_true", help="print the topology as a Mermaid block instead")
+    parser.add_argument("--validate", action="store_true",
+                        help="also have terraform-provider-aws validate and plan the AWS resources (needs Terraform "
+                             "and the provider in a filesystem mirror; no credentials, no network)")
     parser.set_defaults(run=run)
 
 
@@ -58,13 +64,20 @@ def run(args) -> int:
     preview = run_program(stack)
     plan = preview.plan
     document = report(preview, plan)
-    mandatory = [v for v in document["violations"] if v["level"] == "mandatory"]
+    if args.validate:
+        try:
+            document["validation"] = validation(preview, plan)
+        except ToolchainMissing as error:
+            print(f"fleet plan --validate: {error}", file=sys.stderr)
+            return EXIT_INVALID
+    failed = (any(v["level"] == "mandatory" for v in document["violations"])
+              or bool(document.get("validation", {}).get("errors")))
     if args.diagram:
         print(mermaid(plan))
-        return EXIT_VIOLATION if mandatory else EXIT_CLEAN
+        return EXIT_VIOLATION if failed else EXIT_CLEAN
     if args.json:
         print(json.dumps(document, indent=2, sort_keys=False, default=str))
-        return EXIT_VIOLATION if mandatory else EXIT_CLEAN
+        return EXIT_VIOLATION if failed else EXIT_CLEAN
     console = Console()
     console.print(_table(document))
     cost = document["cost"]
@@ -74,4 +87,6 @@ def run(args) -> int:
         style = "red" if violation["level"] == "mandatory" else "yellow"
         console.print(f"[{style}]{violation['level']}[/{style}] {violation['policy']}: {violation['resource']}: "
                       f"{violation['message']}")
-    return EXIT_VIOLATION if mandatory else EXIT_CLEAN
+    if "validation" in document:
+        print_validation(console, document["validation"])
+    return EXIT_VIOLATION if failed else EXIT_CLEAN

@@ -2,7 +2,8 @@
 
 Mocks neither read stack files nor keep resource options, so this loads the stack file itself, hands its config to
 the runtime, and records options with its own monitor. A fresh monitor per run keeps runs independent. Deploy-time
-look-ups (invokes) are answered with each cloud's stand-ins (`STAND_INS` in components/<cloud>/lookups.py).
+look-ups (invokes) are answered with each cloud's stand-ins (`STAND_INS` in components/<cloud>/lookups.py), and
+outputs a provider computes that a realizer reads with the values its realizer module declares (`COMPUTED`).
 """
 
 from __future__ import annotations
@@ -65,6 +66,14 @@ def stand_ins() -> dict[str, dict]:
     return answers
 
 
+@cache
+def computed(package: str) -> dict[str, dict]:
+    """Outputs a provider computes that the realizer of the package's cloud reads (its module's COMPUTED), by
+    resource type, as a first `pulumi up` would set them."""
+    cloud = next((c for c in CLOUDS.values() if c.pulumi_package == package), None)
+    return getattr(importlib.import_module(cloud.realizer), "COMPUTED", {}) if cloud else {}
+
+
 class _Mocks(pulumi.runtime.Mocks):
     """Every resource echoes its inputs and gains the ids and names a provider would assign; every look-up gets its
     cloud's stand-in answer (an invoke without one is an error, not an empty answer) and is recorded."""
@@ -73,7 +82,8 @@ class _Mocks(pulumi.runtime.Mocks):
         self.invokes: list[dict[str, Any]] = []
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
-        state = {"arn": f"arn:mock:{args.typ}:{args.name}", "name": args.name, **args.inputs}
+        provided = computed(args.typ.split(":", 1)[0]).get(args.typ, {})
+        state = {"arn": f"arn:mock:{args.typ}:{args.name}", "name": args.name, **provided, **args.inputs}
         return f"{args.name}-id", state
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from components.errors import SpecError
+from components.errors import Problem, SpecError
 from components.paths import PROJECT_ROOT
 from components.plan.facts import DeployFacts, lookups
 from components.plan.model import ClusterPlan
@@ -12,14 +12,23 @@ from components.plan.planner import plan
 from components.program import region_key
 from components.rules import validate
 from components.spec import ClusterSpec
-from components.stackfile import CLUSTER_KEY, StackFile, load_stack_file, stack_path
+from components.stackfile import CLUSTER_KEY, StackFile, load_stack_file, stack_name_problem, stack_path
 from fleet.preview import stand_in_facts
 
 
 def resolve(stack: str | None, stack_file: str | None) -> StackFile:
-    """`--stack NAME` reads stacks/Pulumi.NAME.yaml of this project; `--stack-file PATH` reads PATH."""
-    path = Path(stack_file) if stack_file else stack_path(PROJECT_ROOT, stack or "local")
-    return load_stack_file(path)
+    """`--stack NAME` reads stacks/Pulumi.NAME.yaml of this project (`org/project/NAME` names the same file);
+    `--stack-file PATH` reads PATH."""
+    if stack_file:
+        return load_stack_file(Path(stack_file))
+    parts = (stack or "local").split("/")
+    problem = next(filter(None, map(stack_name_problem, parts)), None)
+    if len(parts) > 3 or {".", ".."} & set(parts):
+        problem = f"{stack!r} is not a stack name (NAME, or ORG/PROJECT/NAME)"
+    if problem:
+        raise SpecError([Problem("--stack", f"{problem}.", "pass the stack's name as `pulumi stack ls` shows it, "
+                                 "or the file with --stack-file PATH.")])
+    return load_stack_file(stack_path(PROJECT_ROOT, parts[-1]))
 
 
 def spec_and_plan(stack: StackFile) -> tuple[ClusterSpec, ClusterPlan]:

@@ -15,6 +15,8 @@ from components.clouds import profile
 
 ADVISORY, MANDATORY = "advisory", "mandatory"
 UNKNOWN = "[unknown]"
+# Characters that make a resource name in a permission document match more than one resource.
+WILDCARDS = ("*", "?")
 
 Resource = dict[str, Any]
 Inputs = dict[str, Any]
@@ -77,7 +79,8 @@ def package_of(kind: str) -> str:
 
 @dataclass(frozen=True)
 class Ingress:
-    """One inbound allow rule as every cloud has it: protocol, ports as written, source CIDR, description."""
+    """One range an inbound allow rule admits, as every cloud has it: protocol, ports as written, the range as
+    written (a rule with several ranges is one Ingress per range), description."""
 
     protocol: object
     ports: str
@@ -90,6 +93,8 @@ class Reader:
     with its READER and the RULES only that cloud needs). Every reading defaults to "nothing here": a cloud
     declares only what it has, and readings of stack rules pick their cloud's resources by type token."""
 
+    storage_actions: tuple[str, ...] = ()  # prefixes of this cloud's object-storage actions, lowercase
+
     def __init__(self, cloud: str) -> None:
         self.cloud = cloud
         self.package = profile(cloud).pulumi_package
@@ -99,7 +104,17 @@ class Reader:
         return profile(self.cloud).max_user_data_bytes
 
     def ingress(self, kind: str, inputs: Inputs) -> Iterable[Ingress]:
+        """Every range a resource admits from outside the cluster (IPv4 and IPv6 alike)."""
         return ()
+
+    def policy_documents(self, kind: str, inputs: Inputs) -> Iterable[object]:
+        """The permission documents (IAM, RAM, CAM) a resource holds, as written: JSON text or an object."""
+        return ()
+
+    def bucket_of(self, resource: str) -> str | None:
+        """The bucket part of an object-storage resource name in this cloud's documents; None for another
+        service's resource."""
+        return None
 
     def metadata(self, kind: str, inputs: Inputs) -> Iterable[str]:
         """A finding when a node's instance metadata answers without a session token."""

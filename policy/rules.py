@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from policy.access import bucket_wildcards
 from policy.base import MANDATORY, Inputs, Resource, ResourceRule, StackRule, package_of
 from policy.capacity import placement_one_zone
 from policy.clouds import NOT_A_CLOUD, modules, reader_for
 from policy.fabric import fabric_layout
-from policy.network import fabric_self_both_ways, open_ingress, public_ip_with_several_interfaces
+from policy.internet import internet_by_parts, open_ingress
+from policy.network import fabric_self_both_ways, public_ip_with_several_interfaces
 from policy.nodes import encrypted_volumes, hardened_metadata, user_data
 from policy.storage import encrypted_bucket, spot_has_checkpoint_bucket
 
@@ -29,8 +31,8 @@ def known_cloud(kind: str, inputs: Inputs) -> Iterable[str]:
 
 COMMON_RESOURCE_RULES: tuple[ResourceRule, ...] = (
     ResourceRule("known-cloud", "Every resource belongs to a cloud a policy reader knows.", MANDATORY, known_cloud),
-    ResourceRule("no-open-ingress", "Nothing is open to 0.0.0.0/0 unless the stack opts in (network.allowInternet).",
-                 MANDATORY, open_ingress),
+    ResourceRule("no-open-ingress", "Nothing is open to a range wider than a /8 (0.0.0.0/0 however spelled) unless "
+                 "the stack opts in (network.allowInternet).", MANDATORY, open_ingress),
     ResourceRule("imdsv2-required", "Instance metadata needs a session token (IMDSv2 / hardened mode).", MANDATORY,
                  hardened_metadata),
     ResourceRule("encrypted-volumes", "Every node disk is encrypted.", MANDATORY, encrypted_volumes),
@@ -41,6 +43,8 @@ COMMON_RESOURCE_RULES: tuple[ResourceRule, ...] = (
                  public_ip_with_several_interfaces),
     ResourceRule("user-data-safe", "User-data fits the cloud's limit (base64) and holds nothing that looks like a "
                  "secret.", MANDATORY, user_data),
+    ResourceRule("no-wildcard-bucket-access", "IAM, RAM and CAM documents grant storage actions on named buckets "
+                 "only, never on a wildcard.", MANDATORY, bucket_wildcards),
 )
 COMMON_STACK_RULES: tuple[StackRule, ...] = (
     StackRule("fabric-self-both-ways", "The fabric's security group allows all traffic from and to itself.",
@@ -49,6 +53,8 @@ COMMON_STACK_RULES: tuple[StackRule, ...] = (
               MANDATORY, placement_one_zone),
     StackRule("spot-needs-checkpoint-bucket", "Spot capacity always comes with a checkpoint bucket.", MANDATORY,
               spot_has_checkpoint_bucket),
+    StackRule("no-internet-by-parts", "Ingress ranges together admit no more of the internet than a /8 unless the "
+              "stack opts in.", MANDATORY, internet_by_parts),
 )
 CLOUD_RULES = tuple(rule for module in modules() for rule in module.RULES)
 RESOURCE_RULES: tuple[ResourceRule, ...] = COMMON_RESOURCE_RULES + tuple(

@@ -42,7 +42,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m training.bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="gpt2", help="named model size (default gpt2, 124M)")
     parser.add_argument(
-        "--micro-batch", type=int, default=TrainConfig.micro_batch, help="sequences per GPU per forward pass"
+        "--micro-batch",
+        type=int,
+        default=TrainConfig.micro_batch,
+        help="the most sequences per GPU per forward pass (0, the default: the job picks it to fit the GPU)",
     )
     parser.add_argument("--seq-len", type=int, default=1024, help="tokens per sequence")
     parser.add_argument("--global-batch", type=int, default=512, help="sequences per optimizer step, all GPUs")
@@ -100,6 +103,8 @@ def run_one(args: argparse.Namespace, nproc: int, run_dir: str, first_gpu: int =
         "0",
         "--checkpoint-at-end",
         "false",
+        "--eval-every",
+        "0",
         "--resume",
         "false",
         "--progress",
@@ -126,7 +131,11 @@ def run_one(args: argparse.Namespace, nproc: int, run_dir: str, first_gpu: int =
         "step_time_s",
         "seconds_to_first_step",
         "final_loss",
-        "accum_steps",
+        "micro_batch",
+        "micro_steps",
+        "memory_estimate_bytes",
+        "memory_peak_bytes",
+        "compiled_graphs",
         "world_size",
         "device",
         "fp8_output_layer",

@@ -1,8 +1,8 @@
 """Where torch.compile keeps its compiled graphs for this job: a directory per version of the job's code.
 
 Inductor's on-disk cache is keyed on the traced graph, and a custom operator's registered backward formula
-(``training.fused_mlp``) is not part of that key (pytorch/pytorch#144344): after an upgrade, a node that kept its
-cache would run the old backward, with wrong gradients or a crash. A directory named by a digest of the job's
+(``training.kernels.fused_mlp``) is not part of that key (pytorch/pytorch#144344): after an upgrade, a node that kept
+its cache would run the old backward, with wrong gradients or a crash. A directory named by a digest of the job's
 sources gives each version its own cache (one fresh compile after an upgrade, ~25 s on an H200).
 """
 
@@ -19,10 +19,10 @@ VARIABLE = "TORCHINDUCTOR_CACHE_DIR"
 
 
 def digest(sources: Path = SOURCES) -> str:
-    """A short digest of every Python source under ``sources``, in name order."""
+    """A short digest of every Python source under ``sources`` (the kernels' folder too), in path order."""
     hashed = hashlib.sha256()
-    for path in sorted(sources.glob("*.py")):
-        hashed.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in sorted(p for p in sources.rglob("*.py") if "__pycache__" not in p.parts):
+        hashed.update(str(path.relative_to(sources)).encode() + b"\0" + path.read_bytes() + b"\0")
     return hashed.hexdigest()[:16]
 
 

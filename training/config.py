@@ -59,14 +59,22 @@ class TrainConfig:
         "setting it was written with.",
         default=False,
     )
+    dropout: float = _doc(
+        "Dropout on the attention weights, the embeddings and each block's residual branches (0 for pre-training, "
+        "as nanoGPT; 0.1 is usual for fine-tuning). Each rank draws its own masks, so runs at different world "
+        "sizes differ where it is on; a resume at any world size continues each rank's random stream.",
+        default=0.0,
+    )
     global_batch: int = _doc(
         "Sequences per optimizer step across all ranks; kept fixed when the world size changes.",
         default=512,
     )
     micro_batch: int = _doc(
-        "Sequences per forward/backward pass on one rank (64 fits GPT-2 124M at seq_len 1024 on an 80 GB GPU; "
-        "the pre-flight memory check says what to lower where it does not fit).",
-        default=64,
+        "The most sequences per forward/backward pass on one rank; 0 picks it at start-up from two measured "
+        "micro-steps: the rank's share up to 65,536 tokens if that fills at most 90% of the GPU, else the largest "
+        "power of two below it that does (on the CPU, the share up to 65,536 tokens). The global batch is exact "
+        "whatever it is: shares and micro-batches may be uneven.",
+        default=0,
     )
     steps: int = _doc("Optimizer steps to train for (total, counting steps before a resume).", default=1000)
     lr: float = _doc("Peak learning rate of AdamW.", default=6e-4)
@@ -78,8 +86,24 @@ class TrainConfig:
     grad_clip: float = _doc("Clip the global gradient norm to this; 0 disables clipping.", default=1.0)
     seed: int = _doc("Seed for initialisation and the synthetic data stream.", default=1337)
     data: str = _doc(
-        "'synthetic' for the built-in learnable token stream, or a local path to a uint16 .bin token file.",
+        "'synthetic' for the built-in learnable token stream, or local token files: one file, a directory of shards "
+        "(every *.bin in it, in name order) or a glob pattern; raw tokens of 'data_dtype', or shards with llm.c's "
+        "256-int32 header (their own dtype).",
         default="synthetic",
+    )
+    data_dtype: str = _doc(
+        "Token type of raw token files: 'uint16' (GPT-2's vocabulary) or 'uint32'.", default="uint16"
+    )
+    eval_every: int = _doc("Held-out validation loss every N steps and after the last; 0 never.", default=100)
+    eval_sequences: int = _doc(
+        "Sequences in the held-out set: the last ones of the token files, never trained on (for 'synthetic', a "
+        "stream of its own); 0 holds none out and turns validation off.",
+        default=64,
+    )
+    sequence_log: str = _doc(
+        "Directory where each rank appends the global indices of the sequences it trains on, one JSON line per "
+        "step (rank-<R>.jsonl): an audit that a resume neither skips nor repeats data. Empty: no log.",
+        default="",
     )
     run_dir: str = _doc("Directory for metrics, TensorBoard events and summary.json.", default="runs/default")
     checkpoint_dir: str = _doc(
@@ -105,29 +129,22 @@ class TrainConfig:
     sdpa_backend: str = _doc(
         "Attention kernel: 'auto' (PyTorch's choice), 'flash', 'cudnn' or 'efficient'.", default="auto"
     )
-    dtype: str = _doc("Autocast dtype: 'auto' (bf16 on CUDA, fp32 on CPU), 'bf16' or 'fp32'.", default="auto")
+    dtype: str = _doc(
+        "Autocast dtype: 'auto' (bf16 on CUDA, fp32 on CPU), 'bf16', 'fp32' or 'fp64' (the whole model in float64, "
+        "on the CPU: for checks that two runs compute the same numbers).",
+        default="auto",
+    )
     residual_stream: str = _doc(
         "Precision of the residual stream between blocks: 'auto' keeps it in the autocast dtype (bf16 on GPUs, "
         "as llm.c does; 5% faster on an H200) or 'fp32' (nanoGPT's choice: fp32 embeddings and sums).",
         default="auto",
     )
-    fused_loss: bool = _doc(
-        "On CUDA, run the output layer and cross-entropy as one step whose kernel writes the loss gradient over "
-        "the logits in place (less memory traffic and memory); false uses F.cross_entropy. Ignored on CPU.",
-        default=True,
-    )
-    fp8_head: bool = _doc(
-        "With the fused loss, on GPUs with FP8 tensor cores (compute capability 8.9 or later: L4, L40S, H100, H200), "
-        "run the output layer's three matmuls in FP8 (e4m3 inputs scaled by their maximum, the loss gradient in e5m2; "
-        "8% faster on an H200, same loss curve); false keeps every matmul in bf16. Ignored on CPU, in fp32 and on "
-        "older GPUs.",
-        default=True,
-    )
-    fused_mlp: bool = _doc(
-        "On CUDA in bf16, apply each MLP's GELU (and bias) inside the up-projection's matmul and GELU's derivative "
-        "inside the backward matmul (cuBLASLt epilogues) instead of in separate kernels; false uses PyTorch's ops. "
-        "Ignored on CPU and in fp32.",
-        default=True,
+    kernels: str = _doc(
+        "The job's fused GPU kernels (training/kernels: the MLP with GELU inside its cuBLASLt matmuls, the output "
+        "layer and loss as one Triton step, its matmuls in FP8 on GPUs with FP8 tensor cores): 'auto' uses each that "
+        "passes its start-up self-test on this GPU in bf16 (a warning names any that does not: PyTorch's ops run "
+        "instead), 'off' runs PyTorch's ops and leaves them out of the nodes' code bundle.",
+        default="auto",
     )
     device: str = _doc("'auto' (CUDA if available, else CPU), 'cuda' or 'cpu'.", default="auto")
     bucket_cap_mb: int = _doc("DDP gradient bucket size in MiB.", default=100)
@@ -171,7 +188,6 @@ class TrainConfig:
         for name in (
             "seq_len",
             "global_batch",
-            "micro_batch",
             "steps",
             "keep_checkpoints",
             "log_every",
@@ -180,7 +196,10 @@ class TrainConfig:
             if getattr(self, name) < 1:
                 raise ConfigError(f"Setting '{name}' must be at least 1 (got {getattr(self, name)}).")
         at_least_zero = (
+            "micro_batch",
             "warmup_steps",
+            "eval_every",
+            "eval_sequences",
             "weight_decay",
             "grad_clip",
             "checkpoint_every",
@@ -193,40 +212,27 @@ class TrainConfig:
             *((f.name, math.isfinite(getattr(self, f.name)), "a finite number") for f in _float_fields()),
             ("lr", self.lr > 0, "greater than 0"),
             ("min_lr_ratio", 0 <= self.min_lr_ratio <= 1, "between 0 and 1"),
+            ("dropout", 0 <= self.dropout < 1, "at least 0 and below 1"),
             ("beta1", 0 <= self.beta1 < 1, "at least 0 and below 1"),
             ("beta2", 0 <= self.beta2 < 1, "at least 0 and below 1"),
             *((name, getattr(self, name) >= 0, "at least 0") for name in at_least_zero),
         ):
             if not ok:
                 raise ConfigError(f"Setting '{name}' must be {rule} (got {getattr(self, name)}).")
-        if self.global_batch % self.micro_batch:
-            raise ConfigError(
-                f"global_batch={self.global_batch} is not divisible by micro_batch={self.micro_batch}. "
-                "Set global_batch to a multiple of micro_batch * world_size."
-            )
         for name, allowed in (
             ("compile", ("auto", "on", "off")),
-            ("dtype", ("auto", "bf16", "fp32")),
+            ("dtype", ("auto", "bf16", "fp32", "fp64")),
+            ("data_dtype", ("uint16", "uint32")),
             ("device", ("auto", "cuda", "cpu")),
             ("compile_mode", ("default", "max-autotune-no-cudagraphs")),
             ("sdpa_backend", ("auto", "flash", "cudnn", "efficient")),
             ("residual_stream", ("auto", "fp32")),
+            ("kernels", ("auto", "off")),
         ):
             if getattr(self, name) not in allowed:
                 raise ConfigError(
                     f"Setting '{name}' must be one of {', '.join(allowed)} (got '{getattr(self, name)}')."
                 )
-
-    def accum_steps(self, world_size: int) -> int:
-        """Micro-steps per optimizer step so that micro_batch * world_size * accum == global_batch."""
-        per_step = self.micro_batch * world_size
-        if self.global_batch % per_step:
-            raise ConfigError(
-                f"global_batch={self.global_batch} is not divisible by micro_batch={self.micro_batch} "
-                f"x world_size={world_size} = {per_step}. Set global_batch to a multiple of {per_step} "
-                "(or change micro_batch) so the global batch stays exact on this many ranks."
-            )
-        return self.global_batch // per_step
 
     @classmethod
     def field_docs(cls) -> dict[str, str]:
@@ -243,7 +249,7 @@ class TrainConfig:
         values = dict(base)
         types = typing.get_type_hints(cls)
         for key, value in (overrides or {}).items():
-            name = _snake(key)
+            name = setting_name(key)
             if name not in types:
                 raise ConfigError(
                     f"Unknown training setting '{key}'. Known settings: {', '.join(sorted(types))} "
@@ -262,7 +268,8 @@ def _float_fields() -> tuple[dataclasses.Field, ...]:
     return tuple(f for f in dataclasses.fields(TrainConfig) if hints[f.name] is float)
 
 
-def _snake(key: str) -> str:
+def setting_name(key: str) -> str:
+    """The field a stack-file or command-line key names (camelCase, kebab-case or snake_case)."""
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower().replace("-", "_")
 
 

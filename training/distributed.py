@@ -42,13 +42,24 @@ class Dist:
     def enabled(self) -> bool:
         return self.world_size > 1
 
-    def any_true(self, flag: bool) -> bool:
-        """True on every rank if ``flag`` is true on any rank (an all-reduce MAX on the CPU)."""
+    def any_true(self, *flags: bool) -> list[bool]:
+        """For each flag, True on every rank if it is true on any rank (one all-reduce MAX on the CPU)."""
+        return [bool(value) for value in self._reduce([int(flag) for flag in flags], dist.ReduceOp.MAX)]
+
+    def smallest(self, value: int) -> int:
+        """The smallest of every rank's ``value``."""
+        return self._reduce([value], dist.ReduceOp.MIN)[0]
+
+    def _reduce(self, values: list[int], op) -> list[int]:
         if not self.enabled:
-            return flag
-        value = torch.tensor([int(flag)], dtype=torch.int32)
-        dist.all_reduce(value, op=dist.ReduceOp.MAX, group=self.control_group)
-        return bool(value.item())
+            return values
+        tensor = torch.tensor(values, dtype=torch.int64)
+        dist.all_reduce(tensor, op=op, group=self.control_group)
+        return tensor.tolist()
+
+    def barrier(self) -> None:
+        if self.enabled:
+            dist.barrier(group=self.control_group)
 
     def broadcast_object(self, obj, src: int = 0):
         """Rank ``src``'s ``obj`` on every rank (pickled, over the gloo control group)."""
@@ -149,7 +160,7 @@ def setup(device_choice: str = "auto") -> Dist:
         backend = "nccl" if use_cuda else "gloo"
         store = _shared_store() or _job_store(rank, world_size)
         nodes = world_size // int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
-        preflight.check_node_mesh(store, node_rank, nodes, local_rank == 0, os.environ["MASTER_ADDR"])
+        preflight.check_node_mesh(store, node_rank, nodes, local_rank == 0, os.environ["MASTER_ADDR"], world_size)
         dist.init_process_group(
             backend=backend, device_id=device if use_cuda else None, store=store, rank=rank, world_size=world_size
         )

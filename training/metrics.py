@@ -92,7 +92,7 @@ class MetricsWriter:
             for key, value in values.items():
                 if isinstance(value, (int, float)):
                     self.tensorboard.add_scalar(f"train/{key}", value, step)
-        if self.bar is not None:
+        if self.bar is not None and "loss" in values:
             info = f"loss {values['loss']:.4f}  {values['tokens_per_s']:,.0f} tok/s"
             if values.get("mfu") is not None:
                 info += f"  MFU {100 * values['mfu']:.1f}%"

@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 
 PREFIX = "gpufleet/preflight"
 CONNECT_TIMEOUT_S = 3.0
+READ_WAIT_S = 30.0
 
 
 class UnreachablePeers(RuntimeError):
-    """Some node could not open a connection to another node's listener; the message names both and the port."""
+    """Some node could not open a connection to another node's listener; the message names both and the port, and
+    ``failures`` holds them as data (from, from_address, to, target, why) for a caller that names the node itself."""
+
+    def __init__(self, message: str, failures: list[dict]) -> None:
+        super().__init__(message)
+        self.failures = failures
 
 
 def local_address(towards: str) -> str:
@@ -51,11 +58,13 @@ def _probe(store, node: int, nodes: int, address: str) -> list[dict]:
     return failures
 
 
-def check_node_mesh(store, node: int, nodes: int, leader: bool, master_addr: str) -> None:
+def check_node_mesh(store, node: int, nodes: int, leader: bool, master_addr: str, ranks: int = 0) -> None:
     """Raise UnreachablePeers on every rank if any node cannot connect to another (see the module docstring).
 
     ``store``: the job's store (every rank reaches it: it is on the head); ``node``: this node's index (torchrun's
-    GROUP_RANK) of ``nodes``; ``leader``: this rank probes for its node (its first rank); the others wait.
+    GROUP_RANK) of ``nodes``; ``leader``: this rank probes for its node (its first rank); the others wait. ``ranks``:
+    how many ranks call this; with it, rank 0 (node 0's leader, whose process holds the job's store) raises only
+    once every rank has read the failures, so no other rank loses the store mid-read and dies without naming them.
     """
     if nodes < 2:
         return
@@ -69,6 +78,11 @@ def check_node_mesh(store, node: int, nodes: int, leader: bool, master_addr: str
     else:
         store.wait(results)
     failures = [failure for key in results for failure in json.loads(store.get(key))]
+    if failures and ranks:
+        store.add(f"{PREFIX}/read", 1)  # this rank's last use of the store
+        deadline = time.monotonic() + READ_WAIT_S
+        while leader and node == 0 and store.add(f"{PREFIX}/read", 0) < ranks and time.monotonic() < deadline:
+            time.sleep(0.05)
     if failures:
         lines = [
             f"  node {f['from']} ({f['from_address']}) -> node {f['to']} at {f['target']}: {f['why']}" for f in failures
@@ -77,5 +91,6 @@ def check_node_mesh(store, node: int, nodes: int, leader: bool, master_addr: str
             "gpufleet preflight: nodes cannot reach each other on the collectives' port range:\n"
             + "\n".join(lines)
             + "\nOpen that range (the stack's network.ncclPortRange, or all ports when none is pinned) between the "
-            "cluster's nodes in the receiving node's firewall and security group."
+            "cluster's nodes in the receiving node's firewall and security group.",
+            failures,
         )

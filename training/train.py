@@ -7,69 +7,124 @@ The same entry point runs as one process, on one node, or elastically across nod
     torchrun --nnodes=1:4 --nproc-per-node=8 --rdzv-backend=c10d --rdzv-endpoint=HEAD:29400 \\
         -m training.train --model gpt2 --checkpoint-dir /var/lib/gpufleet/checkpoints
 
-NCCL is used on GPUs and gloo on CPU. SIGTERM / SIGUSR1 (the spot watcher)
-make every rank stop at the next step boundary after a checkpoint, exit code
-0; the next start resumes from it, with any world size. Ranks that stop only
-because a rank elsewhere was signalled (a spot node leaving) exit with code 75
-instead, so their elastic agent restarts them and the job goes on without it.
-When a node joins the running job, torchrun stops the workers with SIGTERM to re-form the job: the same stop, so the
-re-formed job goes on from that step (torchrun restarts them then whatever their exit code).
-Every node keeps its own copy of each checkpoint in its local checkpoint directory
-(no shared storage needed); a resume starts from the newest copy any node holds.
-The last stdout line on rank 0 is a JSON summary (also written to ``<run_dir>/summary.json``).
-Bad settings exit with code 2 and a one-paragraph message on stderr.
+Every optimizer step trains on exactly ``global_batch`` sequences, the same ones at any world size
+(``training.batching``), so the job runs at any number of ranks up to ``global_batch`` and a resume after the world
+size changed goes on as if it had not. NCCL is used on GPUs and gloo on CPU.
+
+Exit codes: 0 when the run is done, or when SIGTERM / SIGUSR1 (the spot watcher) reached this rank's node and the
+job stopped at a step boundary with a checkpoint; 75 on the other ranks of that stop (they stopped only because a
+rank elsewhere was signalled: a spot node leaving), so their elastic agent restarts them and the job goes on without
+it; 2 for settings that cannot run (a one-paragraph message on stderr) and for a run whose loss or gradient norm
+stopped being finite (the checkpoints written before stay the newest). When a node joins the running job, torchrun
+stops the workers with SIGTERM to re-form the job: the same stop, so the re-formed job goes on from that step.
+Every node keeps its own copy of each checkpoint in its local checkpoint directory (no shared storage needed); a
+resume starts from the newest copy any node holds. The last stdout line on rank 0 is a JSON summary (also written
+to ``<run_dir>/summary.json``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import signal
 import sys
 import time
 from pathlib import Path
-from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from training import checkpoint, compile_cache, memory
+from training import checkpoint, compile_cache, memory, resume
+from training.batching import StepSplit
 from training.config import ConfigError, TrainConfig, parse_args
-from training.data import ShardedBatches, TokenFileError, open_source
+from training.data import MicroBatch, ShardedBatches, TokenFileError, open_source
 from training.distributed import Dist, setup
 from training.metrics import MetricsWriter, mfu, peak_tflops
-from training.model import GPT, select_attention_backend
+from training.model import GPT, Fused, select_attention_backend
 from training.preflight import UnreachablePeers
+from training.schedule import learning_rate
 
 # EX_TEMPFAIL: stopped with a checkpoint because another node is leaving; torchrun restarts this rank to go on.
 EXIT_PEER_STOPPED = 75
 
 
+class Diverged(ConfigError):
+    """The loss or the gradient norm is no longer finite: going on would only write a broken checkpoint."""
+
+
 class StopFlag:
-    """Set by SIGTERM / SIGUSR1; the handler only records the request, the loop acts on it."""
+    """Set by SIGTERM / SIGUSR1; the handler only records the request (and when), the loop acts on it."""
 
     def __init__(self) -> None:
         self.signal_name: str | None = None
+        self.at: float | None = None
         for sig in (signal.SIGTERM, signal.SIGUSR1):
             signal.signal(sig, self._handle)
 
     def _handle(self, signum, _frame) -> None:
         self.signal_name = signal.Signals(signum).name
+        if self.at is None:
+            self.at = time.monotonic()
 
 
-def lr_factor(cfg: TrainConfig):
-    """Linear warm-up, then cosine decay to min_lr_ratio at the last step."""
+class Saves:
+    """This rank's side of the checkpoints: the collective snapshot, the node's background write, and whether a stop
+    request is covered by a save that was under way when it came (then that save is the stop's checkpoint)."""
 
-    def factor(step: int) -> float:
-        if step < cfg.warmup_steps:
-            return (step + 1) / cfg.warmup_steps
-        progress = min(1.0, (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps))
-        return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+    def __init__(self, cfg: TrainConfig, d: Dist) -> None:
+        self.cfg, self.d = cfg, d
+        self.writer = checkpoint.Writer() if d.is_node_main else None
+        self.written: list[int] = []
+        self.blocking_seconds = 0.0
+        self._began = self._ended = float("-inf")
 
-    return factor
+    def save(self, step: int, model, optimizer, position: int) -> float:
+        """Snapshot the state (collective: every rank's RNG state is gathered) and hand it to the node's writer;
+        returns the seconds the loop waited."""
+        began = time.perf_counter()
+        self._began = time.monotonic()
+        rngs = self.d.all_gather_object(checkpoint.rng_state())
+        if self.writer is not None:
+            state = {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "step": step,
+                "data_position": position,
+                "world_size": self.d.world_size,
+                "rng": rngs,
+                "config": self.cfg.to_dict(),
+            }
+            self.writer.submit(Path(self.cfg.resolved_checkpoint_dir()), step, checkpoint.snapshot(state),
+                               self.cfg.keep_checkpoints)
+        self.written.append(step)
+        spent = time.perf_counter() - began
+        self.blocking_seconds += spent
+        self._ended = time.monotonic()
+        return spent
+
+    def covers(self, stop: StopFlag) -> bool:
+        """A write is still under way, or the stop request came while the last save was being taken."""
+        in_flight = self.writer is not None and self.writer.busy
+        return in_flight or (stop.at is not None and self._began <= stop.at <= self._ended)
+
+    def drain(self) -> None:
+        """After a failure: let a write under way finish (it holds a good state), whatever became of it."""
+        with contextlib.suppress(Exception):
+            if self.writer is not None:
+                self.writer.wait()
+
+    def finish(self) -> None:
+        """Wait until every node's copy is durable."""
+        if self.writer is not None:
+            self.writer.wait()
+            self._ended = time.monotonic()
+        self.d.barrier()
+
+    @property
+    def write_seconds(self) -> float:
+        return self.writer.seconds if self.writer is not None else 0.0
 
 
 def _sync(device: torch.device) -> None:
@@ -77,136 +132,14 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _mean_over_ranks(value: torch.Tensor, d: Dist) -> float:
+def _sum_over_ranks(values: torch.Tensor, d: Dist) -> list[float]:
     if d.enabled:
-        value = value.clone()
-        dist.all_reduce(value)
-        value /= d.world_size
-    return value.item()
+        values = values.clone()
+        dist.all_reduce(values)
+    return values.tolist()
 
 
-def _save(cfg: TrainConfig, d: Dist, step: int, model, optimizer, scheduler, data: ShardedBatches) -> None:
-    """Collective: gathers every rank's RNG state; the first rank of each node writes its node's own copy, so a
-    node that outlives the others (no shared storage) still holds the newest checkpoint; all wait until every copy
-    is durable. DDP keeps the state replicated, so the copies are identical."""
-    rngs = d.all_gather_object(checkpoint.rng_state())
-    if d.is_node_main:
-        state = {
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "step": step,
-            "data_position": data.position,
-            "world_size": d.world_size,
-            "rng": rngs,
-            "config": cfg.to_dict(),
-        }
-        checkpoint.save(Path(cfg.resolved_checkpoint_dir()), step, state, cfg.keep_checkpoints)
-    if d.enabled:
-        dist.barrier(group=d.control_group)
-
-
-class Newest(NamedTuple):
-    """Where the newest valid checkpoint is, as every rank agrees on it."""
-
-    step: int
-    source: int
-    """The lowest rank whose node holds it."""
-    here: bool
-    """This rank's node holds it."""
-    everywhere: bool
-    """Every node holds it."""
-
-
-def _newest_checkpoint(cfg: TrainConfig, d: Dist) -> Newest | None:
-    """The newest valid checkpoint any node holds, or None where no node holds one (or resume is off).
-
-    Only each node's first rank looks (verifying reads every byte); the answers are shared with every rank.
-    """
-    found = None
-    if cfg.resume and d.is_node_main:
-        found = checkpoint.latest_valid(Path(cfg.resolved_checkpoint_dir()))
-    mine = (d.node_rank, checkpoint.step_of(found) if found else None) if d.is_node_main else None
-    reports = d.all_gather_object(mine)
-    node_steps = dict(filter(None, reports))
-    newest = max((step for step in node_steps.values() if step is not None), default=None)
-    if newest is None:
-        return None
-    source = next(rank for rank, report in enumerate(reports) if report and report[1] == newest)
-    everywhere = all(step == newest for step in node_steps.values())
-    return Newest(newest, source, node_steps[d.node_rank] == newest, everywhere)
-
-
-def _check_compatible(cfg: TrainConfig, state: dict, where: str) -> None:
-    """Refuse a checkpoint of another model, bias setting or global batch: its weights, schedule and data position
-    do not fit. Checkpoints from before the 'bias' setting existed hold a model with biases."""
-    config = state["config"]
-    theirs = {"model": config["model"], "bias": config.get("bias", True), "global_batch": config["global_batch"]}
-    ours = {name: getattr(cfg, name) for name in theirs}
-    if theirs != ours:
-        raise ConfigError(
-            f"Checkpoint {where} was written with {_settings(theirs)}, but this run has {_settings(ours)}. "
-            "Use the checkpoint's settings or another 'checkpoint_dir' (or 'resume' false)."
-        )
-
-
-def _settings(values: dict) -> str:
-    return ", ".join(f"{name}={value!r}" for name, value in values.items())
-
-
-def _receive(cfg: TrainConfig, d: Dist, newest: Newest, root: Path) -> tuple[dict, str]:
-    """(state, description) of the newest checkpoint, sent by the source rank to every rank as the state file's
-    bytes; the nodes that lacked it write those bytes, so they hold an identical copy from now on.
-
-    Cost: the whole file (about 12 bytes per parameter with AdamW) goes pickled through the gloo control group to
-    each rank, and every rank holds it in host memory twice (bytes and state) while loading: slow for large models,
-    but it happens once, only after a node lost its newest checkpoint or joined empty.
-    """
-    path = checkpoint.step_path(root, newest.step)
-    mine = (path / checkpoint.STATE).read_bytes() if d.rank == newest.source else None
-    data = d.broadcast_object(mine, src=newest.source)
-    state = checkpoint.loads(data)
-    where = f"{path.name} of rank {newest.source}'s node, sent to the nodes without it"
-    _check_compatible(cfg, state, where)
-    if d.is_node_main and not newest.here:
-        checkpoint.save_bytes(root, newest.step, data, cfg.keep_checkpoints)
-    return state, where
-
-
-def _resume(cfg: TrainConfig, d: Dist, model, optimizer, scheduler) -> tuple[int, int, int | None]:
-    """Restore the newest valid checkpoint any node holds; returns (step, data position, resumed_from_step).
-
-    Where every node holds it, each rank reads its own node's copy; otherwise it is sent from a node that has it.
-    """
-    newest = _newest_checkpoint(cfg, d)
-    if newest is None:
-        return 0, 0, None
-    root = Path(cfg.resolved_checkpoint_dir())
-    if newest.everywhere:
-        path = checkpoint.step_path(root, newest.step)
-        state, where = checkpoint.read(path), str(path)
-        _check_compatible(cfg, state, where)
-    else:
-        state, where = _receive(cfg, d, newest, root)
-    model.load_state_dict(state["model"])
-    optimizer.load_state_dict(state["optimizer"])
-    scheduler.load_state_dict(state["scheduler"])
-    rngs = state["rng"]
-    checkpoint.set_rng_state(rngs[d.rank] if d.rank < len(rngs) else rngs[0])
-    if d.is_main:
-        print(
-            f"resumed from {where} (step {state['step']}, written by {state['world_size']} ranks, now {d.world_size})",
-            file=sys.stderr,
-        )
-    return state["step"], state["data_position"], state["step"]
-
-
-def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
-    accum = cfg.accum_steps(d.world_size)
-    cuda = d.device.type == "cuda"
-    half = cfg.dtype == "bf16" or (cfg.dtype == "auto" and cuda)
-    use_compile = cfg.compile == "on" or (cfg.compile == "auto" and cuda)
-    stop = StopFlag()
+def _make_dirs(cfg: TrainConfig) -> None:
     for name, path in (("run_dir", cfg.run_dir), ("checkpoint_dir", cfg.resolved_checkpoint_dir())):
         try:
             Path(path).mkdir(parents=True, exist_ok=True)
@@ -214,28 +147,65 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
             raise ConfigError(
                 f"Cannot create '{path}' (setting '{name}'): {err.strerror}. Choose a writable directory."
             ) from None
+
+
+def _pick_micro_batch(cfg: TrainConfig, d: Dist, available: int | None, footprint: memory.Footprint | None) -> int:
+    """The micro-batch: the configured one if it fits, else an error; 0 (automatic) picks the largest that fits.
+    Every rank decides from the smallest budget and the largest measured footprint, so all decide alike."""
+    if available is not None:
+        available = d.smallest(available)
+    if footprint is not None:
+        footprint = memory.Footprint(*(-d.smallest(-value) for value in (footprint.fixed, footprint.per_row,
+                                                                         footprint.optimizer)))
+    largest_share = -(-cfg.global_batch // d.world_size)
+    fitting = memory.auto_micro_batch(footprint, available, largest_share, cfg.seq_len)
+    if cfg.micro_batch:
+        rows = StepSplit(cfg.global_batch, d.world_size, cfg.micro_batch).largest_chunk
+        if footprint is not None and available is not None and footprint.peak(rows) > available:
+            raise memory.refuse(cfg, d.device, available, memory.describe(footprint, rows), fitting)
+        return cfg.micro_batch
+    if not fitting:
+        raise memory.refuse(cfg, d.device, available, memory.describe(footprint, 1), 0)
+    return fitting
+
+
+def _kernels(cfg: TrainConfig, d: Dist, half: bool) -> Fused:
+    """The fused kernels every rank passed the self-test of (``training.kernels``; none with kernels 'off')."""
+    if cfg.kernels == "off":
+        return Fused()
+    try:
+        from training.kernels import select
+    except ImportError as error:  # a code bundle without them: the job still starts
+        select = None
+        fused, warnings = Fused(), [f"warning: the job's kernels are off: {error}; PyTorch's ops run instead"]
+    if select is not None:
+        fused, warnings = select(d.device, half, cfg.bias)
+    for warning in warnings:
+        print(f"rank {d.rank}: {warning}", file=sys.stderr)
+    missing = d.any_true(fused.mlp is None, fused.head_loss is None, not fused.fp8_head)
+    return fused.keep(*(not gone for gone in missing))
+
+
+def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
+    cuda = d.device.type == "cuda"
+    half = cfg.dtype == "bf16" or (cfg.dtype == "auto" and cuda)
+    use_compile = cfg.compile == "on" or (cfg.compile == "auto" and cuda)
+    stop = StopFlag()
+    _make_dirs(cfg)
+    available = memory.budget(cfg, d.device)  # before this job allocates anything
+    source = open_source(cfg)
+    resumed = resume.load(cfg, d)
     torch.manual_seed(cfg.seed)
     select_attention_backend(cfg.sdpa_backend)
 
-    model = GPT.from_config(cfg, half, cuda).to(d.device)
-    memory.check_fits(cfg, model.num_params(), d.device, half, model.fused_loss, model.fp8_head)
-    if model.fused_mlp:
-        from training.fused_mlp import check_available
-
-        check_available(d.device, cfg.bias)
+    model = GPT.from_config(cfg, half, _kernels(cfg, d, half)).to(d.device)
+    if cfg.dtype == "fp64":
+        model = model.double()
+    torch.manual_seed(cfg.seed + d.rank)  # every rank its own dropout masks (a resume restores each rank's stream)
+    params = list(model.parameters())
     optimizer = torch.optim.AdamW(
         model.param_groups(cfg.weight_decay), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=cuda
     )
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor(cfg))
-    step, position, resumed_from = _resume(cfg, d, model, optimizer, scheduler)
-    try:
-        source = open_source(cfg.data, cfg.size.data_vocab, cfg.seq_len, cfg.seed)
-    except (OSError, ValueError) as err:
-        raise ConfigError(
-            f"Cannot read training data: {err}. Set 'data' to 'synthetic' or a uint16 .bin file."
-        ) from None
-    data = ShardedBatches(source, d.rank, d.world_size, cfg.micro_batch, accum, position, d.device, prefetch=True)
-
     ddp = None
     if d.enabled:
         ddp = DDP(
@@ -249,92 +219,155 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
         step_fn = torch.compile(step_fn, mode=cfg.compile_mode)
     autocast = torch.autocast(device_type=d.device.type, dtype=torch.bfloat16, enabled=half)
 
+    def forward_backward(micro: MicroBatch) -> torch.Tensor:
+        """One micro-step; gradients all-reduced only on the rank's last one. Under torch.compile the rows are
+        marked dynamic: one graph serves every micro-batch size (sizes of 1 get one more)."""
+        if use_compile:
+            for tensor in (micro.inputs, micro.targets):
+                torch._dynamo.maybe_mark_dynamic(tensor, 0)
+        quiet = ddp.no_sync() if ddp is not None and not micro.last else contextlib.nullcontext()
+        with quiet:
+            with autocast:
+                loss = step_fn(micro.inputs, micro.targets) * micro.weight
+            loss.backward()
+        return loss.detach()
+
+    def probe_rows(rows: int) -> None:
+        generator = torch.Generator(device=d.device).manual_seed(0)
+        tokens = torch.randint(0, cfg.size.data_vocab, (rows, cfg.seq_len + 1), device=d.device, generator=generator)
+        forward_backward(MicroBatch(tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous(), 1.0, False))
+        optimizer.zero_grad(set_to_none=True)
+
+    StepSplit(cfg.global_batch, d.world_size, 1)  # more ranks than sequences fails here, before the probe
+    footprint = None
+    if cuda:
+        footprint = memory.measure(probe_rows, d.device, memory.state_bytes(params)[1])
+    else:
+        memory.check_state_fits(cfg, params, d.device, available)
+    micro_batch = _pick_micro_batch(cfg, d, available, footprint)
+    split = StepSplit(cfg.global_batch, d.world_size, micro_batch)
+
+    step, position = resume.restore(cfg, d, resumed, model, optimizer) if resumed else (0, 0)
+    data = ShardedBatches(source, split, d.rank, position, d.device, prefetch=True, sequence_log=cfg.sequence_log)
     writer = MetricsWriter(Path(cfg.run_dir), d.is_main, cfg.steps, step, cfg.progress)
     flops_per_token = model.flops_per_token()
     peak = peak_tflops(d.device, cfg.peak_tflops)
     tokens_per_step = cfg.global_batch * cfg.seq_len
+    estimate = footprint.peak(split.largest_chunk) if footprint else None
     if d.is_main:
+        memory_line = f", memory estimate {estimate / memory.GIB:.1f} GiB" if estimate else ""
         print(
             f"model {cfg.model}: {model.num_params() / 1e6:.1f}M params, world {d.world_size}, "
-            f"micro_batch {cfg.micro_batch} x accum {accum} = global_batch {cfg.global_batch}, "
-            f"device {d.device}, compile {use_compile}, bf16 {half}, fp8 output layer {model.fp8_head}",
+            f"micro_batch {micro_batch} ({split.micro_steps} micro-steps, shares of {split.share(0)} sequences or "
+            f"fewer) = global_batch {cfg.global_batch}, device {d.device}, compile {use_compile}, bf16 {half}, "
+            f"kernels {', '.join(model.fused.names()) or 'none'}{memory_line}",
             file=sys.stderr,
         )
 
+    saves = Saves(cfg, d)
     first_step = step
     planned = cfg.steps - first_step
     if cfg.stop_after_steps:
         planned = min(planned, cfg.stop_after_steps)
     warmup = max(0, min(cfg.timing_warmup_steps, planned - 1))
     seconds_to_first_step = None
-    checkpoints_written: list[int] = []
-    checkpoint_seconds = 0.0
-    stop_now = False
-    loss_value = float("nan")
+    stop_now = covered = False
+    loss_value = val_loss = grad_norm = float("nan")
     last_log = timed_from = (time.perf_counter(), step)
-    loss_sum = torch.zeros((), device=d.device)
-    while step < cfg.steps:
-        batches = data.next_step()
-        for micro, (inputs, targets) in enumerate(batches):
-            sync_grads = micro == accum - 1
-            quiet = ddp.no_sync() if ddp is not None and not sync_grads else contextlib.nullcontext()
-            with quiet:
-                with autocast:
-                    loss = step_fn(inputs, targets) / accum
-                loss.backward()
-            loss_sum += loss.detach()
-        if cfg.grad_clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
-        step += 1
+    loss_sum = torch.zeros((), device=d.device, dtype=torch.float64)
+    nonfinite = torch.zeros((), device=d.device, dtype=torch.float64)
+    norm = torch.zeros((), device=d.device)
+    lr = learning_rate(cfg, step)
 
-        if seconds_to_first_step is None:
-            _sync(d.device)
-            seconds_to_first_step = time.perf_counter() - started
-        if warmup and step - first_step == warmup:
-            _sync(d.device)
-            timed_from = (time.perf_counter(), step)
+    def check_finite(upto: int) -> None:
+        """Stop with exit 2 if any step up to ``upto`` had a non-finite loss or gradient norm (every rank agrees:
+        the flag is summed over ranks)."""
+        if _sum_over_ranks(nonfinite.reshape(1), d)[0]:
+            raise Diverged(
+                f"The loss or the gradient norm stopped being finite by step {upto} (the last logged loss was "
+                f"{loss_value:.4g}). No checkpoint was written after it; the newest is "
+                f"{max(saves.written, default='none from this run')}. Lower 'lr', raise 'warmup_steps' or set "
+                "'grad_clip', then resume."
+            )
 
-        stop_now = d.any_true(stop.signal_name is not None)
-        stopping = stop_now or step == cfg.steps or (cfg.stop_after_steps and step - first_step >= cfg.stop_after_steps)
-        if step % cfg.log_every == 0 or stopping:
-            loss_value = _mean_over_ranks(loss_sum, d) / (step - last_log[1])
-            now = time.perf_counter()
-            interval_steps = step - last_log[1]
-            step_time = (now - last_log[0]) / interval_steps
-            tokens_per_s = tokens_per_step / step_time
-            writer.log(
-                step,
-                {
+    try:
+        while step < cfg.steps:
+            lr = learning_rate(cfg, step)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            step_loss = torch.zeros((), device=d.device, dtype=torch.float64)
+            for micro in data.next_step():
+                step_loss += forward_backward(micro)
+            norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+            if cfg.grad_clip > 0:
+                torch.nn.utils.clip_grads_with_norm_(params, cfg.grad_clip, norm)
+            nonfinite += (~torch.isfinite(norm)) | (~torch.isfinite(step_loss))
+            loss_sum += step_loss
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+
+            if seconds_to_first_step is None:
+                _sync(d.device)
+                seconds_to_first_step = time.perf_counter() - started
+            if warmup and step - first_step == warmup:
+                _sync(d.device)
+                timed_from = (time.perf_counter(), step)
+
+            stop_now, covered = d.any_true(stop.signal_name is not None, saves.covers(stop))
+            ran_out = bool(cfg.stop_after_steps) and step - first_step >= cfg.stop_after_steps
+            stopping = stop_now or step == cfg.steps or ran_out
+            paused = 0.0
+            evaluating = bool(cfg.eval_every and cfg.eval_sequences) and (
+                step % cfg.eval_every == 0 or step == cfg.steps
+            )
+            if step % cfg.log_every == 0 or stopping or evaluating:
+                summed_loss, flagged = _sum_over_ranks(torch.stack([loss_sum, nonfinite]), d)
+                interval_steps = step - last_log[1]
+                loss_value = summed_loss / d.world_size / interval_steps
+                grad_norm = norm.item()
+                if flagged:
+                    check_finite(step)
+                now = time.perf_counter()
+                step_time = (now - last_log[0]) / interval_steps
+                tokens_per_s = tokens_per_step / step_time
+                values = {
                     "loss": loss_value,
+                    "grad_norm": grad_norm,
+                    "lr": lr,
                     "tokens_per_s": tokens_per_s,
                     "step_time_s": step_time,
                     "mfu": mfu(flops_per_token, tokens_per_s, d.world_size, peak),
-                    "lr": scheduler.get_last_lr()[0],
-                },
-            )
-            last_log = (now, step)
-            loss_sum.zero_()
-        else:
-            writer.advance(step)
-        due = cfg.checkpoint_every and step % cfg.checkpoint_every == 0
-        if due or (stopping and (stop_now or cfg.checkpoint_at_end or step < cfg.steps)):
-            _sync(d.device)
-            began = time.perf_counter()
-            _save(cfg, d, step, model, optimizer, scheduler, data)
-            checkpoints_written.append(step)
-            # Checkpoint time is reported apart, not folded into step time and tokens/s.
-            spent = time.perf_counter() - began
-            checkpoint_seconds += spent
-            last_log = (last_log[0] + spent, last_log[1])
-            timed_from = (timed_from[0] + spent, timed_from[1])
-        if stopping:
-            break
+                }
+                if evaluating:
+                    val_loss = _evaluate(model, data, autocast, d)
+                    values["val_loss"] = val_loss
+                    paused += time.perf_counter() - now
+                writer.log(step, values)
+                last_log = (now, step)
+                loss_sum.zero_()
+            else:
+                writer.advance(step)
+            due = cfg.checkpoint_every and step % cfg.checkpoint_every == 0
+            if stop_now and covered:
+                pass  # the save under way when the stop came is its checkpoint: no second one
+            elif due or (stopping and (stop_now or cfg.checkpoint_at_end or step < cfg.steps)):
+                check_finite(step)
+                _sync(d.device)
+                paused += saves.save(step, model, optimizer, data.position)
+            # Checkpoint and validation time are reported apart, not folded into step time and tokens/s.
+            last_log = (last_log[0] + paused, last_log[1])
+            timed_from = (timed_from[0] + paused, timed_from[1])
+            if stopping:
+                break
+    except BaseException:
+        saves.drain()
+        raise
 
     _sync(d.device)
     end = time.perf_counter()
+    saves.finish()
+    data.close()
     writer.close()
     timed_steps = step - timed_from[1]
     step_time = (end - timed_from[0]) / timed_steps if timed_steps else None
@@ -343,27 +376,46 @@ def run(cfg: TrainConfig, d: Dist, started: float) -> dict:
         "steps_completed": step,
         "steps_this_run": step - first_step,
         "final_loss": loss_value,
+        "val_loss": val_loss,
+        "grad_norm": grad_norm,
+        "lr": lr,
         "tokens_per_s": tokens_per_s,
         "step_time_s": step_time,
         "mfu": mfu(flops_per_token, tokens_per_s, d.world_size, peak),
         "peak_tflops": peak,
         "world_size": d.world_size,
         "global_batch": cfg.global_batch,
-        "micro_batch": cfg.micro_batch,
-        "accum_steps": accum,
+        "micro_batch": micro_batch,
+        "micro_steps": split.micro_steps,
         "seq_len": cfg.seq_len,
         "model": cfg.model,
         "n_params": model.num_params(),
         "device": torch.cuda.get_device_name(d.device) if cuda else "cpu",
-        "fp8_output_layer": model.fp8_head,
+        "kernels": model.fused.names(),
+        "fp8_output_layer": model.fused.fp8_head,
+        "memory_estimate_bytes": estimate,
+        "memory_peak_bytes": torch.cuda.max_memory_allocated(d.device) if cuda else None,
+        "compiled_graphs": torch._dynamo.utils.counters["stats"]["unique_graphs"] if use_compile else 0,
         "seconds_to_first_step": seconds_to_first_step,
-        "checkpoints_written": checkpoints_written,
-        "checkpoint_seconds": checkpoint_seconds,
-        "resumed_from_step": resumed_from,
+        "checkpoints_written": saves.written,
+        "checkpoint_seconds": saves.blocking_seconds,
+        "checkpoint_write_seconds": saves.write_seconds,
+        "resumed_from_step": first_step if resumed else None,
         "stopped_by_signal": stop_now,
+        "stop_covered_by_earlier_save": stop_now and covered,
         "signal": stop.signal_name,
         "data_position": data.position,
     }
+
+
+@torch.no_grad()
+def _evaluate(model: GPT, data: ShardedBatches, autocast, d: Dist) -> float:
+    """The mean loss over the held-out set (every rank takes its part; the model as is, not compiled)."""
+    total = torch.zeros(1, device=next(model.parameters()).device, dtype=torch.float64)
+    for micro in data.held_out():
+        with autocast:
+            total += model(micro.inputs, micro.targets).double() * micro.weight
+    return _sum_over_ranks(total, d)[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -390,6 +442,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {err}", file=sys.stderr)
         return 2
     finally:
+        # The job is over: a stop request now has nothing to stop. Ignored rather than left to Python, which puts
+        # the default action (death by the signal) back while the interpreter shuts down.
+        for sig in (signal.SIGTERM, signal.SIGUSR1):
+            signal.signal(sig, signal.SIG_IGN)
         d.close()
     if d.is_main:
         (Path(cfg.run_dir) / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

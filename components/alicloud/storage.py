@@ -29,5 +29,5 @@ class AliStorage(pulumi.ComponentResource):
         alicloud.oss.BucketVersioning(f"{name}-versioning", bucket=self.bucket.id, status="Enabled", opts=child)
         # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
         alicloud.oss.BucketObject(f"{name}-code", bucket=self.bucket.id, key=storage.code_key,
-                                  source=str(write_bundle(BUNDLE_DIR)), opts=child)
+                                  source=str(write_bundle(BUNDLE_DIR, storage.code_sha256)), opts=child)
         self.register_outputs({"bucket": self.bucket.id})

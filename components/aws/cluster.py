@@ -14,6 +14,10 @@ from components.aws.storage import AwsStorage
 from components.plan.model import ClusterPlan
 from components.realizers.outputs import plan_outputs
 
+# What AWS computes that this realizer reads (a launch template's latest version, which the nodes pin), as a first
+# `pulumi up` sets it: the preview's mocks answer with it (fleet/preview.py).
+COMPUTED = {"aws:ec2/launchTemplate:LaunchTemplate": {"latestVersion": 1}}
+
 
 class AwsCluster(pulumi.ComponentResource):
     """A ClusterPlan as AWS resources; no decisions here, only translation."""

@@ -21,7 +21,10 @@ from components.plan.model import (
 from components.realizers.encoding import gzip_base64
 
 ROOT_DEVICE = "/dev/sda1"
-GPU_METRIC = {"metric_name": "GPUUtilization", "namespace": "gpufleet", "statistic": "Average"}
+# Published by every GPU node (cloud-init/bin/gpufleet-gpu-metric, from DCGM), one series per cluster: the Average
+# of all nodes' points is the cluster's GPU utilisation, which target tracking needs
+# (docs/cloud-facts.md#aws-gpu-metric).
+GPU_METRIC = {"metric_name": "GPUUtilization", "namespace": "gpufleet", "statistic": "Average", "unit": "Percent"}
 # The plan's placement kinds as EC2 placement strategies, and its standby state as a warm pool's.
 STRATEGY = {"cluster": "cluster", "spread": "spread"}
 POOL_STATE = {"stopped": "Stopped"}
@@ -31,6 +34,7 @@ POOL_STATE = {"stopped": "Stopped"}
 class ComputeArgs:
     """The slice of the plan the nodes are made of, and the subnet, group and profile they use."""
 
+    cluster: str
     instance_type: str
     image: ImagePlan
     interfaces: tuple[Interface, ...]
@@ -50,8 +54,9 @@ class ComputeArgs:
     @classmethod
     def of(cls, plan: ClusterPlan, subnet_id: pulumi.Input[str], group_id: pulumi.Input[str],
            profile_arn: pulumi.Input[str]) -> ComputeArgs:
-        return cls(instance_type=plan.instance.name, image=plan.image, interfaces=plan.fabric.interfaces,
-                   root_volume_gb=plan.storage.root_volume_gb, head_address=plan.network.head_address,
+        return cls(cluster=plan.name, instance_type=plan.instance.name, image=plan.image,
+                   interfaces=plan.fabric.interfaces, root_volume_gb=plan.storage.root_volume_gb,
+                   head_address=plan.network.head_address,
                    market=plan.market, placements=plan.placements, roles=(plan.head, plan.worker),
                    workers=plan.workers, lifecycle=plan.lifecycle, gpu_util_target=plan.scaling.gpu_util_target,
                    tags=plan.tag_map, subnet_id=subnet_id, group_id=group_id, profile_arn=profile_arn)
@@ -85,6 +90,11 @@ def _market_options(market: MarketPlan) -> dict:
     return options
 
 
+def _version(template: aws.ec2.LaunchTemplate) -> pulumi.Output[str]:
+    """The template's latest version as a number: `$Latest` would neither start a refresh nor show in a diff."""
+    return template.latest_version.apply(str)
+
+
 class AwsCompute(pulumi.ComponentResource):
     """The head (on-demand, fixed address: the rendezvous host) and the workers (scaling group, spot mix)."""
 
@@ -100,10 +110,14 @@ class AwsCompute(pulumi.ComponentResource):
                 tags=args.tags, opts=child)
         head, worker = args.roles
         head_template = self._template(head, fixed_ip=args.head_address)
-        # The head node: never spot, at the fixed address every worker rendezvouses with.
+        # The head node: never spot, at the fixed address every worker rendezvouses with. Its template version is
+        # pinned, so it is replaced when the template changes and only then, as the plan's lifecycle says (deleted
+        # before its successor is created, since both would ask for the same fixed address).
         self.head = aws.ec2.Instance(
-            f"{name}-head", launch_template={"id": head_template.id, "version": "$Latest"},
-            tags={**head.tag_map, "Name": f"{name}-head"}, opts=child)
+            f"{name}-head", launch_template={"id": head_template.id, "version": _version(head_template)},
+            tags={**head.tag_map, "Name": f"{name}-head"},
+            opts=pulumi.ResourceOptions(parent=self,
+                                        delete_before_replace=args.lifecycle.head_replacement is not None))
         self.workers = [self._workers(group, worker) for group in args.workers]
         self.register_outputs({"headId": self.head.id})
 
@@ -133,8 +147,8 @@ class AwsCompute(pulumi.ComponentResource):
     def _workers(self, workers: WorkerGroupPlan, role: RolePlan) -> aws.autoscaling.Group:
         args, name, market, lifecycle = self._args, self._name, self._args.market, self._args.lifecycle
         template = self._template(role)
-        spec = {"launch_template_id": template.id, "version": "$Latest"}
-        capacity: dict = {"launch_template": {"id": template.id, "version": "$Latest"}}
+        spec = {"launch_template_id": template.id, "version": _version(template)}
+        capacity: dict = {"launch_template": {"id": template.id, "version": _version(template)}}
         if workers.market == MIXED:
             capacity = {"mixed_instances_policy": {
                 "launch_template": {"launch_template_specification": spec},
@@ -150,13 +164,21 @@ class AwsCompute(pulumi.ComponentResource):
         refresh = ({"instance_refresh": {"strategy": "Rolling", "preferences": {
             "min_healthy_percentage": lifecycle.refresh_min_healthy_percent}}}
             if lifecycle.refresh_min_healthy_percent is not None else {})
-        # Workers: bounded by the plan, rolled when their launch template (user-data, code hash) changes.
+        # Workers: bounded by the plan, rolled when their launch template (user-data, code hash) changes: the pinned
+        # version changes with it, and a change of the launch template starts the instance refresh.
         group = aws.autoscaling.Group(
             f"{name}-{workers.name}", min_size=workers.min_size, max_size=workers.max_size,
             desired_capacity=workers.desired, vpc_zone_identifiers=[args.subnet_id],
             health_check_type="EC2", health_check_grace_period=lifecycle.health_grace_s,
             tags=[{"key": key, "value": value, "propagate_at_launch": True} for key, value in role.tags],
             opts=pulumi.ResourceOptions(parent=self), **capacity, **warm_pool, **refresh)
+        if lifecycle.drain is not None:
+            # Checkpoint before leaving: termination waits for the node's spot watcher (or the drain's timeout).
+            aws.autoscaling.LifecycleHook(
+                f"{name}-{workers.name}-drain", name=lifecycle.drain.hook, autoscaling_group_name=group.name,
+                lifecycle_transition="autoscaling:EC2_INSTANCE_TERMINATING",
+                heartbeat_timeout=lifecycle.drain.timeout_s, default_result="CONTINUE",
+                opts=pulumi.ResourceOptions(parent=self))
         if args.gpu_util_target is not None:
             # Scale on the average GPU utilisation the nodes publish.
             aws.autoscaling.Policy(
@@ -164,6 +186,6 @@ class AwsCompute(pulumi.ComponentResource):
                 target_tracking_configuration={
                     "target_value": args.gpu_util_target,
                     "customized_metric_specification": {
-                        **GPU_METRIC, "metric_dimensions": [{"name": "AutoScalingGroupName", "value": group.name}]}},
+                        **GPU_METRIC, "metric_dimensions": [{"name": "Cluster", "value": args.cluster}]}},
                 opts=pulumi.ResourceOptions(parent=self))
         return group

@@ -1,4 +1,4 @@
-"""The nodes' role: the checkpoint bucket and reporting their own health, nothing else."""
+"""The nodes' role: exactly the calls the node scripts make, scoped to the cluster, and Session Manager."""
 
 from __future__ import annotations
 
@@ -7,24 +7,46 @@ import json
 import pulumi
 import pulumi_aws as aws
 
+# What SSM Agent needs for Session Manager, as AWS's own AWSCloud9SSMInstanceProfile policy grants it
+# (docs/cloud-facts.md#aws-session-manager).
+SESSION_MANAGER = ["ssm:UpdateInstanceInformation", "ssmmessages:CreateControlChannel",
+                   "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel"]
+
 
 def node_policy(cluster: str, bucket_name: str) -> dict:
-    """Least privilege: read/write one bucket; tag and mark unhealthy only resources of this cluster."""
+    """Least privilege: each call a node script makes (cloud-init/clouds/aws.sh), on this cluster's resources where
+    AWS allows.
+
+    Describe calls and the Session Manager channel take no resource or tag condition (AWS's service authorization
+    reference lists none for them): they read, or act only on the calling instance's own registration.
+    """
     bucket = f"arn:aws:s3:::{bucket_name}"
     own = {"StringEquals": {"aws:ResourceTag/gpufleet:cluster": cluster}}
     own_group = {"StringEquals": {"autoscaling:ResourceTag/gpufleet:cluster": cluster}}
     return {
         "Version": "2012-10-17",
         "Statement": [
+            # gpufleet-store: code bundle and checkpoints.
             {"Sid": "ListCheckpointBucket", "Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": [bucket]},
             {"Sid": "UseCheckpointBucket", "Effect": "Allow",
              "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"], "Resource": [f"{bucket}/*"]},
+            # gpufleet-report: tag the node failed and hand it to the group to replace.
             {"Sid": "TagOwnInstance", "Effect": "Allow", "Action": ["ec2:CreateTags"],
              "Resource": ["arn:aws:ec2:*:*:instance/*"], "Condition": own},
             {"Sid": "ReportOwnHealth", "Effect": "Allow", "Action": ["autoscaling:SetInstanceHealth"],
              "Resource": ["*"], "Condition": own_group},
+            # gpufleet-spot: a worker the group terminates checkpoints, then lets the termination go on.
+            {"Sid": "CompleteOwnDrain", "Effect": "Allow", "Action": ["autoscaling:CompleteLifecycleAction"],
+             "Resource": ["*"], "Condition": own_group},
+            {"Sid": "FindOwnGroup", "Effect": "Allow", "Action": ["autoscaling:DescribeAutoScalingInstances"],
+             "Resource": ["*"]},
+            # gpufleet-discover (head): the cluster's nodes as scrape targets, found by their cluster tag.
+            {"Sid": "DiscoverNodes", "Effect": "Allow", "Action": ["ec2:DescribeInstances"], "Resource": ["*"]},
+            # gpufleet-gpu-metric: the GPU utilisation the workers scale on, in the gpufleet namespace only.
             {"Sid": "PublishGpuMetrics", "Effect": "Allow", "Action": ["cloudwatch:PutMetricData"],
              "Resource": ["*"], "Condition": {"StringEquals": {"cloudwatch:namespace": "gpufleet"}}},
+            # SSM Session Manager, the way in (no SSH port, no key pair): the agent's registration and channels.
+            {"Sid": "SessionManager", "Effect": "Allow", "Action": SESSION_MANAGER, "Resource": ["*"]},
         ],
     }
 

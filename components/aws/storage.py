@@ -32,6 +32,7 @@ class AwsStorage(pulumi.ComponentResource):
                                        block_public_policy=True, ignore_public_acls=True,
                                        restrict_public_buckets=True, opts=child)
         # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
+        bundle = write_bundle(BUNDLE_DIR, storage.code_sha256)
         aws.s3.BucketObjectv2(f"{name}-code", bucket=self.bucket.id, key=storage.code_key,
-                              source=pulumi.FileAsset(str(write_bundle(BUNDLE_DIR))), tags=tags, opts=child)
+                              source=pulumi.FileAsset(str(bundle)), tags=tags, opts=child)
         self.register_outputs({"bucket": self.bucket.id})

@@ -1,4 +1,5 @@
-"""AWS facts (docs/cloud-facts.md#aws): EFA, IMDSv2 spot notices, MTU 9001 in a VPC, S3, and how AWS places nodes."""
+"""AWS facts (docs/cloud-facts.md#aws): EFA, IMDSv2 spot notices, MTU 9001 in a VPC, S3, Session Manager access, and
+how AWS places nodes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from components.clouds.base import AutoImage, CloudProfile
 from components.errors import Problem
-from components.plan.lifecycle import HEALTH_GRACE, REBALANCE, REFRESH
+from components.plan.lifecycle import DRAIN, HEAD_REPLACED, HEALTH_GRACE, REBALANCE, REFRESH
 from components.plan.model import ROLES, PlacementPlan
 from components.plan.placement import PlacementAsk
 from components.stackfile import CLUSTER_KEY
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from components.spec import ClusterSpec
 
 # A (rack) spread placement group holds at most seven running instances per zone
-# (docs/cloud-facts-plan.md#aws-placement-groups).
+# (docs/cloud-facts.md#aws-placement-groups).
 SPREAD_MAX_PER_ZONE = 7
 
 
@@ -37,11 +38,17 @@ def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
     return (PlacementPlan("cluster", "cluster placement group", ROLES),)
 
 
-def reservation_id(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
-    reservation = spec.market.reservation_id
-    if reservation and not reservation.startswith("cr-"):
-        yield Problem(f"{CLUSTER_KEY}.market.reservationId", f"{reservation!r} is not an AWS capacity reservation id.",
-                      "use the cr-... id shown by `aws ec2 describe-capacity-reservations`.")
+def no_ssh(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    """AWS nodes have no public address and no key pair: an SSH rule would open a port nobody can log in through.
+
+    Session Manager reaches the nodes through the agent's own outbound HTTPS connection, so no port is opened at all
+    (docs/cloud-facts.md#aws-session-manager).
+    """
+    if spec.network.ssh_cidrs:
+        yield Problem(f"{CLUSTER_KEY}.network.sshCidrs", "AWS nodes have no public address and no key pair, so no "
+                      "network can log in over SSH; they are reached through SSM Session Manager instead.",
+                      "remove sshCidrs; log in with `aws ssm start-session --target INSTANCE_ID` (the nodes' role "
+                      "allows Session Manager, no port is needed).")
 
 
 AWS = CloudProfile(
@@ -70,5 +77,9 @@ AWS = CloudProfile(
         alias="resolve:ssm:/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
         has_drivers=True),
     placement=placement,
-    lifecycle=frozenset({HEALTH_GRACE, REFRESH, REBALANCE}),
+    # A head on a launch template is a new instance at each new template version
+    # (docs/cloud-facts.md#aws-launch-template-versions); a group's termination hook holds a leaving worker until it
+    # has checkpointed (docs/cloud-facts.md#aws-drain-hook).
+    lifecycle=frozenset({HEALTH_GRACE, REFRESH, REBALANCE, HEAD_REPLACED, DRAIN}),
+    rules=(no_ssh,),
 )

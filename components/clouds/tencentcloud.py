@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 # COS bucket names end in the account's APPID: <name>-<appid>.
 BUCKET_WITH_APPID = re.compile(r"^[a-z0-9-]+-(\d{6,})$")
-# <name>-<appid>.cos.<region>.myqcloud.com is at most 60 characters (docs/cloud-facts-plan.md#tencent-cos).
+# <name>-<appid>.cos.<region>.myqcloud.com is at most 60 characters (docs/cloud-facts.md#tencent-names).
 COS_DOMAIN_MAX = 60
 
 

@@ -1,5 +1,6 @@
 """`fleet up / down / status` for a local plan: build the network, boot the nodes from their user-data, follow the
-job to its end and say what happened. Every resource is recorded in the state file before it is made."""
+job to its end and say what happened. Every resource is recorded in the state file before it is made; a run that
+fails or is stopped removes its processes and network itself, and one that crashed is cleared by the next `up`."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from components.bundle import write_bundle
-from components.local import cloudconfig, firewall, network, processes, progress
+from components.local import cloudconfig, firewall, host, network, processes, progress
 from components.local import state as statefile
 from components.local.errors import EXIT_USAGE, LocalError
 from components.local.layout import Layout, Node, layout
@@ -97,33 +99,61 @@ def _boot(run: _Run, node: Node) -> subprocess.Popen:
 
 def _loopback_overrides(node: Node) -> None:
     """Without namespaces every node shares this machine's network: the head is reached on loopback, gloo and NCCL
-    use lo, and the ephemeral port range (a per-namespace setting) is left alone."""
+    use lo, and the MTU and the ephemeral port range (this machine's own settings then) are left alone."""
     etc = node.root / "etc/gpufleet"
     with open(etc / "node.env", "a") as env:
-        env.write(f"GF_HEAD_ADDRESS='{LOOPBACK}'\nGF_PORT_RANGE=''\n")
+        env.write(f"GF_HEAD_ADDRESS='{LOOPBACK}'\nGF_PORT_RANGE=''\nGF_MTU=''\n")
     with open(etc / "nccl.env", "a") as env:
         env.write("NCCL_SOCKET_IFNAME=lo\nGLOO_SOCKET_IFNAME=lo\n")
+
+
+def _clear_earlier(plan: ClusterPlan, lay: Layout, report: Reporter) -> None:
+    """A cluster that is up (its job finished, its network kept until `down`) or whose `fleet up` still runs stays;
+    what a failed, stopped or crashed run left is removed, its checkpoints kept (as a cloud keeps its bucket), so
+    `up` runs again and resumes from them."""
+    earlier = statefile.load(lay.state_file)
+    if earlier is not None and (earlier.phase == "finished" or _live(earlier)):
+        owner = f", `fleet up` is process {earlier.owner}" if earlier.phase != "finished" else ""
+        raise LocalError(f"cluster '{plan.name}' is already up ({earlier.phase}{owner}); "
+                         f"`fleet down --stack {plan.stack}` removes it first.", EXIT_USAGE)
+    removed = down(plan, keep_bucket=True)
+    if earlier is not None:
+        report.note(f"an earlier run of cluster '{plan.name}' ended {earlier.phase}: removed what it left "
+                    f"({', '.join(removed)})")
+
+
+def _live(st: statefile.State) -> bool:
+    """The run is still going: not ended, and the `fleet up` that owns it is there."""
+    if st.phase not in ("starting", "running") or st.owner <= 0:
+        return False
+    try:
+        os.kill(st.owner, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: there all the same
+    return True
 
 
 def up(plan: ClusterPlan, opts: Options, report: Reporter) -> dict:
     """Bring the cluster up, run the job to its end and return the summary; the network stays until `down`."""
     _require_local(plan)
     lay = layout(plan)
-    existing = statefile.load(lay.state_file)
-    if existing is not None:
-        raise LocalError(f"cluster '{plan.name}' is already up ({existing.phase}); "
-                         f"`fleet down --stack {plan.stack}` removes it first.", EXIT_USAGE)
-    why_not = network.namespaces_available()
-    namespaced = why_not is None
-    if not namespaced:
-        report.note(f"{why_not}: no network namespaces, so the nodes run as processes on loopback and the firewall "
-                    "emulation is off (run as root for the full local cluster)")
+    lacking = host.node_tools()
+    if lacking is not None:
+        raise LocalError(f"the node scripts need tools this machine lacks: {lacking.what}; {lacking.fix}.")
+    _clear_earlier(plan, lay, report)
+    without = host.namespaces()
+    namespaced = without is None
+    if without is not None:
+        report.note(f"{without.what}: no network namespaces, so the nodes run as processes on loopback and the "
+                    f"firewall emulation is off ({without.fix})")
     st = statefile.State(cluster=plan.name, stack=plan.stack, mode="namespaces" if namespaced else "loopback",
-                         started_unix=time.time())
+                         started_unix=time.time(), owner=os.getpid())
     run = _Run(lay, plan, st, namespaced, lay.metadata_address if namespaced else LOOPBACK)
     _save(run)
     try:
-        write_bundle(lay.bucket / "code")
+        write_bundle(lay.bucket / "code", plan.storage.code_sha256)
         if namespaced:
             report.phase(f"network: {len(lay.nodes)} namespaces on a bridge, {len(plan.firewall)} firewall rules")
             _build_network(run, opts)
@@ -143,6 +173,10 @@ def up(plan: ClusterPlan, opts: Options, report: Reporter) -> dict:
         raise
     finally:
         processes.end(list(st.processes.values()), st.namespaces)
+        if st.phase != "finished":
+            for namespace in reversed(st.namespaces):
+                network.delete(namespace)
+            st.namespaces.clear()
         _save(run)
 
 
@@ -270,7 +304,7 @@ def down(plan: ClusterPlan, keep_bucket: bool = False) -> list[str]:
     lay = layout(plan)
     st = statefile.load(lay.state_file)
     names = [lay.bridge_namespace, *(n.namespace for n in lay.nodes)]
-    present = network.existing() & set(names) if network.namespaces_available() is None else set()
+    present = network.existing() & set(names) if host.can_remove_namespaces() else set()
     groups = list(st.processes.values()) if st else []
     processes.end(groups, sorted(present))
     for namespace in sorted(present):
@@ -278,17 +312,26 @@ def down(plan: ClusterPlan, keep_bucket: bool = False) -> list[str]:
     removed = [f"namespace {ns}" for ns in sorted(present)]
     kept = {lay.bucket} if keep_bucket else set()
     if lay.directory.exists():
-        for path in lay.directory.iterdir():
-            if path in kept:
-                continue
-            if path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink()
-        if not kept:
-            lay.directory.rmdir()
+        try:
+            _remove_files(lay.directory, kept)
+        except PermissionError:
+            raise LocalError(f"{lay.directory} holds another user's files (an earlier run as root?); "
+                             f"`sudo .venv/bin/fleet down --stack {plan.stack}` removes them.", EXIT_USAGE) from None
         removed.append(f"directory {lay.directory}" + (" (bucket kept)" if kept else ""))
     return removed
+
+
+def _remove_files(directory: Path, kept: set[Path]) -> None:
+    """Everything under directory but what is kept, and the directory itself when nothing is."""
+    for path in directory.iterdir():
+        if path in kept:
+            continue
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink()
+    if not kept:
+        directory.rmdir()
 
 
 def status(plan: ClusterPlan) -> dict | None:

@@ -17,12 +17,11 @@ class LocalError(Exception):
 
 
 def sh(*cmd: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    """Run one system command (ip, nft); a failure becomes a LocalError naming the command and its stderr."""
+    """Run one system command (ip, nft, nsenter); a failure becomes a LocalError naming the command and its stderr."""
     try:
         result = subprocess.run(cmd, input=stdin, capture_output=True, text=True)
     except FileNotFoundError:
-        raise LocalError(f"`{cmd[0]}` is not installed; the local cluster needs iproute2 and nftables "
-                         "(apt-get install iproute2 nftables).") from None
+        raise LocalError(f"`{cmd[0]}` is not installed; scripts/setup installs what the local cluster needs.") from None
     if check and result.returncode != 0:
         raise LocalError(f"`{' '.join(cmd)}` failed: {result.stderr.strip()}")
     return result

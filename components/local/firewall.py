@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 
+from components.local import network
 from components.local.errors import sh
 from components.plan.model import FirewallRule
 
@@ -50,12 +51,12 @@ def ruleset(rules: tuple[FirewallRule, ...], members: tuple[str, ...]) -> str:
 
 
 def apply(namespace: str, script: str) -> None:
-    sh("ip", "netns", "exec", namespace, "nft", "-f", "-", stdin=script)
+    sh(*network.inside(namespace, "nft", "-f", "-"), stdin=script)
 
 
 def close_ports(namespace: str, low: int, high: int) -> None:
     """Fault injection: drop new TCP connections to these ports ahead of every accept rule (a security group missing a
     rule: like one, it still lets the replies to the node's own connections in, whatever their port)."""
     ports = str(low) if low == high else f"{low}-{high}"
-    sh("ip", "netns", "exec", namespace, "nft", "insert", "rule", "inet", TABLE, "input", "ct", "state", "new", "tcp",
-       "dport", ports, "drop")
+    sh(*network.inside(namespace, "nft", "insert", "rule", "inet", TABLE, "input", "ct", "state", "new", "tcp",
+                       "dport", ports, "drop"))

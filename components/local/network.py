@@ -4,20 +4,16 @@ deletes every link with them."""
 
 from __future__ import annotations
 
-import os
-import shutil
-
 from components.local.errors import sh
 from components.local.layout import Layout, Node
 
+NETNS_DIR = "/run/netns"  # where `ip netns add` names its namespaces
 
-def namespaces_available() -> str | None:
-    """None when this process can make network namespaces, else why not (the loopback fallback says so)."""
-    if os.geteuid() != 0:
-        return "not running as root"
-    if not shutil.which("ip"):
-        return "iproute2 (`ip`) is not installed"
-    return None
+
+def inside(namespace: str, *cmd: str) -> list[str]:
+    """cmd run in the namespace's network and nothing else. `ip netns exec` (and `ip -n`) also make a mount namespace
+    and remount /sys, which nothing here needs and which fails where / is not a mount point (a chroot)."""
+    return ["nsenter", f"--net={NETNS_DIR}/{namespace}", *cmd]
 
 
 def existing() -> set[str]:
@@ -27,10 +23,10 @@ def existing() -> set[str]:
 def create_bridge(lay: Layout) -> None:
     ns = lay.bridge_namespace
     sh("ip", "netns", "add", ns)
-    sh("ip", "-n", ns, "link", "add", lay.bridge, "type", "bridge")
-    sh("ip", "-n", ns, "addr", "add", f"{lay.metadata_address}/{lay.prefix_len}", "dev", lay.bridge)
+    sh(*inside(ns, "ip"), "link", "add", lay.bridge, "type", "bridge")
+    sh(*inside(ns, "ip"), "addr", "add", f"{lay.metadata_address}/{lay.prefix_len}", "dev", lay.bridge)
     for link in (lay.bridge, "lo"):
-        sh("ip", "-n", ns, "link", "set", link, "up")
+        sh(*inside(ns, "ip"), "link", "set", link, "up")
 
 
 def create_node(lay: Layout, node: Node, mtu: int) -> None:
@@ -38,10 +34,10 @@ def create_node(lay: Layout, node: Node, mtu: int) -> None:
     sh("ip", "netns", "add", node.namespace)
     sh("ip", "link", "add", "eth0", "netns", node.namespace, "mtu", str(mtu), "type", "veth",
        "peer", "name", node.veth, "netns", lay.bridge_namespace)
-    sh("ip", "-n", node.namespace, "addr", "add", f"{node.address}/{lay.prefix_len}", "dev", "eth0")
+    sh(*inside(node.namespace, "ip"), "addr", "add", f"{node.address}/{lay.prefix_len}", "dev", "eth0")
     for link in ("eth0", "lo"):
-        sh("ip", "-n", node.namespace, "link", "set", link, "up")
-    sh("ip", "-n", lay.bridge_namespace, "link", "set", node.veth, "mtu", str(mtu), "master", lay.bridge, "up")
+        sh(*inside(node.namespace, "ip"), "link", "set", link, "up")
+    sh(*inside(lay.bridge_namespace, "ip"), "link", "set", node.veth, "mtu", str(mtu), "master", lay.bridge, "up")
 
 
 def pids(namespace: str) -> list[int]:

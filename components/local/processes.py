@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from components.local import network
+from components.local.errors import LocalError
 from components.local.layout import Layout, Node
 from components.local.metadata import port
 
@@ -22,12 +23,14 @@ SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def _in(namespace: str | None, cmd: list[str]) -> list[str]:
-    return ["ip", "netns", "exec", namespace, *cmd] if namespace else cmd
+    return network.inside(namespace, *cmd) if namespace else cmd
 
 
 def start_node(node: Node, entry: Path, namespaced: bool) -> subprocess.Popen:
-    """The node boots like a fresh machine: a clean environment, the job's Python first on PATH, its root."""
-    env = ["env", "-i", f"PATH={VENV_BIN}:{SYSTEM_PATH}", f"GPUFLEET_ROOT={node.root}", f"HOME={node.root}",
+    """The node boots like a fresh machine: a clean environment, its root, the job's Python first on PATH and then
+    the tools this machine gives `fleet` (components.local.host checked those)."""
+    path = f"{VENV_BIN}:{os.environ.get('PATH') or SYSTEM_PATH}"
+    env = ["env", "-i", f"PATH={path}", f"GPUFLEET_ROOT={node.root}", f"HOME={node.root}",
            "PYTHONUNBUFFERED=1", "LANG=C.UTF-8"]
     node.log.parent.mkdir(parents=True, exist_ok=True)
     with open(node.log, "ab") as log:
@@ -40,9 +43,15 @@ def start_metadata(lay: Layout, namespaced: bool, address: str) -> subprocess.Po
     """The fake metadata server; returns once it listens."""
     ports = [f"{n.name}={port}" for n, port in zip(lay.nodes, metadata_ports(lay), strict=True)]
     cmd = [sys.executable, "-m", "components.local.metadata", str(lay.notices), address, *ports]
-    proc = subprocess.Popen(_in(lay.bridge_namespace if namespaced else None, cmd), cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True, text=True)
-    proc.stdout.readline()
+    log = lay.directory / "metadata.log"
+    with open(log, "ab") as errors:
+        proc = subprocess.Popen(_in(lay.bridge_namespace if namespaced else None, cmd), cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=errors, start_new_session=True, text=True)
+    if proc.stdout.readline().strip() != "ready":
+        proc.wait()
+        last = (log.read_text(errors="replace").strip().splitlines() or ["it exited"])[-1]
+        raise LocalError(f"the fake metadata endpoint could not listen on {address}, port(s) "
+                         f"{', '.join(map(str, metadata_ports(lay)))}: {last}")
     return proc
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from components.local.layout import Layout, Node
 
 RUN = "run/gpufleet"
-CODE = "var/lib/gpufleet/code"
+METRICS = "var/lib/gpufleet/checkpoints/runs"
 CHECKPOINT_DIR = "step_"
 
 
@@ -24,7 +24,7 @@ class Step:
 def steps(lay: Layout) -> list[Step]:
     """Every logged step of every node's rank 0 run, oldest first: a restart shows as a step that goes back."""
     found = []
-    for path in sorted((lay.directory / "nodes").glob(f"*/{CODE}/*/**/metrics.jsonl")):
+    for path in sorted((lay.directory / "nodes").glob(f"*/{METRICS}/*/metrics.jsonl")):
         for line in path.read_text().splitlines():
             try:
                 row = json.loads(line)
@@ -46,7 +46,7 @@ def segments(history: list[Step]) -> list[list[Step]]:
 
 def job_summary(lay: Layout) -> dict | None:
     """The newest summary.json the job's rank 0 wrote on any node."""
-    found = sorted((lay.directory / "nodes").glob(f"*/{CODE}/*/**/summary.json"), key=lambda p: p.stat().st_mtime)
+    found = sorted((lay.directory / "nodes").glob(f"*/{METRICS}/*/summary.json"), key=lambda p: p.stat().st_mtime)
     return json.loads(found[-1].read_text()) if found else None
 
 

@@ -19,6 +19,7 @@ class State:
     namespaces: list[str] = field(default_factory=list)
     processes: dict[str, int] = field(default_factory=dict)  # name -> pid (each leads its own process group)
     message: str = ""
+    owner: int = 0  # pid of the `fleet up` that runs it: a run whose owner is gone crashed
 
 
 def load(path: Path) -> State | None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from components.cidrs import exposing, parse_cidr
 from components.plan.model import FirewallRule
 
 ANYWHERE = "0.0.0.0/0"
-OPEN = (ANYWHERE, "::/0")
 SSH_PORT = 22
 ALL_PORTS = (0, 65535)
 # Written into the description of a rule open to the internet when the stack opted in; policy looks for it.
@@ -30,8 +30,9 @@ def plan_firewall(fabric: str, port_range: tuple[int, int] | None, rendezvous_po
                   *(FirewallRule("ingress", "tcp", port, port, "self", "metrics scrape") for port in metrics_ports),
                   FirewallRule("egress", "tcp", *ALL_PORTS, "self", "connections to cluster members")]
     opted_in = f"SSH, {INTERNET_OPT_IN}"
+    open_to_all = {str(n) for n in exposing([parse_cidr(c) for c in ssh_cidrs])} if allow_internet else set()
     outside = [FirewallRule("ingress", "tcp", SSH_PORT, SSH_PORT, cidr,
-                            opted_in if allow_internet and cidr in OPEN else "SSH from an allowed network")
+                            opted_in if cidr in open_to_all else "SSH from an allowed network")
                for cidr in ssh_cidrs]
     egress = [FirewallRule("egress", "tcp", 443, 443, ANYWHERE, "HTTPS: object storage, package and driver repos"),
               FirewallRule("egress", "tcp", 80, 80, ANYWHERE, "HTTP: package mirrors")]

@@ -137,14 +137,27 @@ class WorkerGroupPlan:
 
 
 @dataclass(frozen=True)
+class DrainPlan:
+    """A termination hook on each worker group: a worker the group takes away (scale-in, rebalance, refresh,
+    unhealthy) waits until its spot watcher has checkpointed and completed the hook, at most `timeout_s`."""
+
+    hook: str  # the hook's name, which the node's spot watcher completes (cloud-init/bin/gpufleet-spot)
+    timeout_s: int
+
+
+@dataclass(frozen=True)
 class LifecyclePlan:
-    """How the cloud keeps and replaces worker nodes; None or False where its groups have no such setting."""
+    """How the cloud keeps and replaces nodes; None or False where it has no such setting."""
 
     health_grace_s: int | None  # a new node's time to boot and pass its gate before health checks count
     refresh_min_healthy_percent: int | None  # roll workers when their launch settings change, this share in service
     capacity_rebalance: bool  # replace a spot node at the cloud's rebalance recommendation, before its notice
     standby: int  # stopped nodes kept warm for fast scale-out
     standby_state: str | None  # "stopped"
+    drain: DrainPlan | None  # workers checkpoint before the group terminates them
+    # Where a change to the head's launch settings replaces the head: how, as the preview says. It is deleted before
+    # its successor is created, since both would ask for the same fixed address. None: the head is updated in place.
+    head_replacement: str | None
 
 
 @dataclass(frozen=True)
@@ -178,9 +191,9 @@ class ImagePlan:
 class RolePlan:
     """What is different between the head and the workers: user-data, market, tags, and the command its nodes run.
 
-    `command` is the argv gpufleet-train executes, with three slots only the booted node fills: {head_address} (the
-    local cluster's loopback mode rewrites it), {local_addr} (the node's own address toward the head) and
-    {checkpoint_dir} (under the node's root in local mode).
+    `command` is the argv gpufleet-train executes, with four slots only the booted node fills: {head_address} (the
+    local cluster's loopback mode rewrites it), {local_addr} (the node's own address toward the head), {node_id} (the
+    id the node keeps in its state directory) and {checkpoint_dir} (under the node's root in local mode).
     """
 
     role: str

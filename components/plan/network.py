@@ -13,8 +13,7 @@ HEAD_HOST = 10
 def plan_network(vpc_cidr: str, mtu: int, nat: bool) -> NetworkPlan:
     """First half of the VPC for nodes, the start of the second half (a /24 at most) for the NAT gateway."""
     vpc = ipaddress.IPv4Network(vpc_cidr)
-    private, upper = vpc.subnets(prefixlen_diff=1)
-    public = next(upper.subnets(new_prefix=max(upper.prefixlen, 24)))
+    private, public = node_subnets(vpc)
     return NetworkPlan(
         vpc_cidr=str(vpc),
         private=Subnet(cidr=str(private)),
@@ -23,3 +22,9 @@ def plan_network(vpc_cidr: str, mtu: int, nat: bool) -> NetworkPlan:
         mtu=mtu,
         nat=nat,
     )
+
+
+def node_subnets(vpc: ipaddress.IPv4Network) -> tuple[ipaddress.IPv4Network, ipaddress.IPv4Network]:
+    """The nodes' subnet (the VPC's first half) and the NAT gateway's (the start of the second half, a /24 at most)."""
+    private, upper = vpc.subnets(prefixlen_diff=1)
+    return private, next(upper.subnets(new_prefix=max(upper.prefixlen, 24)))

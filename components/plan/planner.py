@@ -7,7 +7,7 @@ import hashlib
 import re
 
 from components import catalog
-from components.bundle import bundle_sha256
+from components.bundle import bundle_sha256, uses_kernels
 from components.clouds import profile
 from components.clouds.base import CloudProfile
 from components.plan.cost import plan_cost
@@ -31,6 +31,7 @@ from components.plan.placement import ask_of
 from components.plan.userdata import METRICS_PORTS, Job, node_command, role_user_data
 from components.rules import ranks_per_node
 from components.spec import ClusterSpec
+from training.config import setting_name
 
 # Where checkpoints go in the bucket; the code bundle sits beside them under code/.
 CHECKPOINT_PREFIX = "checkpoints"
@@ -47,7 +48,7 @@ def _bucket(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFact
 
 def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFacts) -> StoragePlan:
     bucket, account = _bucket(spec, cloud, name, facts)
-    sha = bundle_sha256()
+    sha = bundle_sha256(uses_kernels(spec.job))
     code_key = f"code/{sha}.tar.gz"
     root = f"file:///tmp/gpufleet-{name}/bucket" if cloud.bucket_scheme == "file" else f"{cloud.bucket_scheme}://{bucket}"
     return StoragePlan(bucket=bucket, account_id=account, checkpoint_uri=f"{root}/{CHECKPOINT_PREFIX}",
@@ -83,7 +84,8 @@ def job_args(job: dict) -> tuple[str, ...]:
 
 def _job(spec: ClusterSpec, row: catalog.InstanceType) -> dict:
     """The stack's job settings, with the GPU's peak TFLOP/s from the catalog for MFU unless the stack set one."""
-    peak = {"peakTflops": f"{row.peak_tflops_bf16:g}"} if row.peak_tflops_bf16 else {}
+    stated = any(setting_name(key) == "peak_tflops" for key in spec.job)
+    peak = {"peakTflops": f"{row.peak_tflops_bf16:g}"} if row.peak_tflops_bf16 and not stated else {}
     return peak | spec.job
 
 

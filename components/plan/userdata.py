@@ -45,12 +45,15 @@ def gate_threshold(row: InstanceType) -> float:
 
 def node_command(job: Job, role: str) -> tuple[str, ...]:
     """The exact argv a node of this role runs (gpufleet-train fills the {slots}): torchrun joining the c10d
-    rendezvous on the head, which hosts its store, then the training job."""
+    rendezvous on the head, which hosts its store, then the training job. The node's own directories come last, since
+    the last of a repeated flag wins; metrics go in one folder per node beside the checkpoints, so they reach the
+    bucket with them."""
     low, high = job.nnodes
     return ("torchrun", f"--nnodes={low}:{high}", f"--nproc-per-node={job.ranks_per_node}", "--rdzv-backend=c10d",
             f"--rdzv-endpoint={{head_address}}:{job.rendezvous_port}", f"--rdzv-id={job.name}",
             f"--rdzv-conf=is_host={int(role == HEAD)}", f"--max-restarts={MAX_RESTARTS}", "--local-addr={local_addr}",
-            "-m", "training.train", "--checkpoint-dir", "{checkpoint_dir}", *job.job_args)
+            "-m", "training.train", *job.job_args, "--checkpoint-dir", "{checkpoint_dir}",
+            "--run-dir", "{checkpoint_dir}/runs/{node_id}")
 
 
 def role_user_data(cloud: CloudProfile, row: InstanceType, *, role: str, name: str, region: str,

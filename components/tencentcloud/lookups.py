@@ -17,7 +17,7 @@ STAND_INS = {IMAGES: {"images": [{"imageId": "img-standin0"}]}, USER: {"appId": 
 
 def _image(wanted: Lookups) -> str:
     """The newest public image whose OS name holds "<os> server <version>" and that the type can boot; the provider
-    lists images newest first (docs/cloud-facts-plan.md#tencent-images)."""
+    lists images newest first (docs/cloud-facts.md#tencent-images)."""
     query = wanted.image
     found = tencentcloud.images.get_instance(image_types=["PUBLIC_IMAGE"], os_name=f"{query.os} server {query.version}",
                                              instance_type=wanted.instance_type)

@@ -23,6 +23,6 @@ class TcStorage(pulumi.ComponentResource):
                                               tags=tags, opts=child)
         # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
         tencentcloud.cos.BucketObject(f"{name}-code", bucket=self.bucket.bucket, key=storage.code_key,
-                                      source=str(write_bundle(BUNDLE_DIR)), acl="private", tags=tags,
-                                      opts=child)
+                                      source=str(write_bundle(BUNDLE_DIR, storage.code_sha256)), acl="private",
+                                      tags=tags, opts=child)
         self.register_outputs({"bucket": self.bucket.bucket})

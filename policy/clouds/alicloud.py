@@ -29,6 +29,7 @@ DEPLOYMENT_SET = "alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet"
 SG = "alicloud:ecs/securityGroup:SecurityGroup"
 SG_RULE = "alicloud:ecs/securityGroupRule:SecurityGroupRule"
 BUCKET = "alicloud:oss/bucket:Bucket"
+RAM_POLICY = "alicloud:ram/policy:Policy"
 NODES = (INSTANCE, LAUNCH_TEMPLATE, SCALING_CONFIG)
 ERDMA_MODE = "HighPerformance"
 SPOT_STRATEGIES = ("SpotAsPriceGo", "SpotWithPriceLimit")
@@ -36,10 +37,22 @@ SSE = ("AES256", "KMS", "SM4")
 
 
 class AliReader(Reader):
+    storage_actions = ("oss:",)
+
     def ingress(self, kind: str, inputs: Inputs) -> Iterable[Ingress]:
         if kind == SG_RULE and inputs.get("type") == "ingress" and inputs.get("policy", "accept") == "accept":
-            yield Ingress(inputs.get("ipProtocol"), str(inputs.get("portRange")),
-                          inputs.get("cidrIp") or inputs.get("ipv6CidrIp"), inputs.get("description"))
+            for cidr in (inputs.get("cidrIp"), inputs.get("ipv6CidrIp")):
+                yield Ingress(inputs.get("ipProtocol"), str(inputs.get("portRange")), cidr, inputs.get("description"))
+
+    def policy_documents(self, kind: str, inputs: Inputs) -> Iterable[object]:
+        return [inputs.get("policyDocument")] if kind == RAM_POLICY else []
+
+    def bucket_of(self, resource: str) -> str | None:
+        """acs:oss:REGION:ACCOUNT:BUCKET/KEY."""
+        parts = resource.split(":")
+        if resource.startswith("acs:oss:") and len(parts) >= 5:
+            return ":".join(parts[4:]).split("/", 1)[0]
+        return None
 
     def metadata(self, kind: str, inputs: Inputs) -> Iterable[str]:
         """Security-hardened mode or metadata off; ESS configurations have no such setting in the SDK (judged through

@@ -26,11 +26,17 @@ INSTANCE = "aws:ec2/instance:Instance"
 EBS_VOLUME = "aws:ebs/volume:Volume"
 ASG = "aws:autoscaling/group:Group"
 PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
+SG = "aws:ec2/securityGroup:SecurityGroup"
 SG_INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 SG_EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
 SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
 BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
 BUCKET_SSE = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+ROLE = "aws:iam/role:Role"
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+POLICY = "aws:iam/policy:Policy"
+# S3 ARNs in every partition: arn:PARTITION:s3:::BUCKET/KEY.
+S3_ARNS = ("arn:aws:s3:::", "arn:aws-cn:s3:::", "arn:aws-us-gov:s3:::")
 EFA_KINDS = ("efa", "efa-only")
 # Fields holding user-data per type: (field, already base64?).
 USER_DATA = {LAUNCH_TEMPLATE: (("userData", True),), INSTANCE: (("userData", False), ("userDataBase64", True))}
@@ -78,14 +84,34 @@ def encrypted_s3_buckets(resources: list[Resource]) -> Iterable[tuple[str, str]]
 
 
 class AwsReader(Reader):
+    storage_actions = ("s3:",)
+
     def ingress(self, kind: str, inputs: Inputs) -> Iterable[Ingress]:
         if kind == SG_INGRESS:
-            yield Ingress(inputs.get("ipProtocol"), f"{inputs.get('fromPort', 'all')}-{inputs.get('toPort', 'all')}",
-                          inputs.get("cidrIpv4") or inputs.get("cidrIpv6"), inputs.get("description"))
+            for cidr in (inputs.get("cidrIpv4"), inputs.get("cidrIpv6")):
+                yield Ingress(inputs.get("ipProtocol"),
+                              f"{inputs.get('fromPort', 'all')}-{inputs.get('toPort', 'all')}", cidr,
+                              inputs.get("description"))
         elif kind == SG_RULE and inputs.get("type") == "ingress":
             for cidr in items(inputs.get("cidrBlocks")) + items(inputs.get("ipv6CidrBlocks")):
                 yield Ingress(inputs.get("protocol"), f"{inputs.get('fromPort')}-{inputs.get('toPort')}", cidr,
                               inputs.get("description"))
+        elif kind == SG:
+            # Inline rules of the group itself.
+            for entry in items(inputs.get("ingress")):
+                for cidr in items(entry.get("cidrBlocks")) + items(entry.get("ipv6CidrBlocks")):
+                    yield Ingress(entry.get("protocol"), f"{entry.get('fromPort')}-{entry.get('toPort')}", cidr,
+                                  entry.get("description"))
+
+    def policy_documents(self, kind: str, inputs: Inputs) -> Iterable[object]:
+        if kind == ROLE:
+            return [policy.get("policy") for policy in items(inputs.get("inlinePolicies"))]
+        return [inputs.get("policy")] if kind in (ROLE_POLICY, POLICY) else []
+
+    def bucket_of(self, resource: str) -> str | None:
+        if resource.startswith(S3_ARNS):
+            return resource.split(":::", 1)[1].split("/", 1)[0]
+        return None
 
     def metadata(self, kind: str, inputs: Inputs) -> Iterable[str]:
         if kind == LAUNCH_TEMPLATE or (kind == INSTANCE and not inputs.get("launchTemplate")):

@@ -6,24 +6,50 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from components.catalog import lookup
-from policy.base import MANDATORY, Ingress, Inputs, Reader, Resource, ResourceRule, items, known, of_type, present
+from policy.base import (
+    MANDATORY,
+    WILDCARDS,
+    Ingress,
+    Inputs,
+    Reader,
+    Resource,
+    ResourceRule,
+    items,
+    known,
+    of_type,
+    present,
+)
 
 INSTANCE = "tencentcloud:Instance/instance:Instance"
 SCALING_CONFIG = "tencentcloud:As/scalingConfig:ScalingConfig"
 HPC_CLUSTER = "tencentcloud:Cvm/hpcCluster:HpcCluster"
 SG_RULES = "tencentcloud:Security/groupRuleSet:GroupRuleSet"
 BUCKET = "tencentcloud:Cos/bucket:Bucket"
+CAM_POLICY = "tencentcloud:Cam/policy:Policy"
 SSE = ("AES256", "KMS", "SM4", "cos/kms")
 USER_DATA = {INSTANCE: (("userData", True), ("userDataRaw", False)), SCALING_CONFIG: (("userData", True),)}
 
 
 class TcReader(Reader):
+    storage_actions = ("name/cos:", "cos:")
+
     def ingress(self, kind: str, inputs: Inputs) -> Iterable[Ingress]:
         if kind == SG_RULES:
             for rule in items(inputs.get("ingresses")):
                 if str(rule.get("action", "")).upper() == "ACCEPT":
-                    yield Ingress(rule.get("protocol"), str(rule.get("port")), rule.get("cidrBlock"),
-                                  rule.get("description"))
+                    for cidr in (rule.get("cidrBlock"), rule.get("ipv6CidrBlock")):
+                        yield Ingress(rule.get("protocol"), str(rule.get("port")), cidr, rule.get("description"))
+
+    def policy_documents(self, kind: str, inputs: Inputs) -> Iterable[object]:
+        return [inputs.get("document")] if kind == CAM_POLICY else []
+
+    def bucket_of(self, resource: str) -> str | None:
+        """qcs::cos:REGION:uid/APPID:BUCKET/KEY; a wildcard account stands for every account's buckets."""
+        parts = resource.split(":")
+        if resource.startswith("qcs::cos:") and len(parts) >= 6:
+            account = parts[4]
+            return "*" if any(w in account for w in WILDCARDS) else ":".join(parts[5:]).split("/", 1)[0]
+        return None
 
     def disks(self, kind: str, inputs: Inputs) -> Iterable[tuple[str, object]]:
         """Data disks; system disks have no encryption switch in the SDK (docs/gitops.md lists the gap)."""

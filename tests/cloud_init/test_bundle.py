@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 import tarfile
 
+import pytest
 import yaml
 
-from components.bundle import build, bundle_bytes, source_files
+from components.bundle import build, bundle_bytes, bundle_sha256, source_files, write_bundle
 from components.paths import PROJECT_ROOT
+from components.stackfile import load_stack_file
+from fleet.stacks import spec_and_plan
 
 
 def test_bundle_carries_the_node_files():
@@ -37,3 +43,30 @@ def test_monitoring_config_is_ready_to_mount():
     assert {job["job_name"] for job in prometheus["scrape_configs"]} == {"node", "dcgm"}
     dashboard = json.loads(files["monitoring/gpufleet-dashboard.json"])
     assert "DCGM_FI_PROF_NVLINK_TX_BYTES" in json.dumps(dashboard)
+
+
+def test_the_kernels_travel_only_with_a_job_that_uses_them(tmp_path, write_stack, aws_cluster):
+    with_kernels, without = source_files(), source_files(kernels=False)
+    assert "training/kernels/__init__.py" in with_kernels and not [n for n in without if n.startswith("training/k")]
+    assert set(with_kernels) - set(without) == {n for n in with_kernels if n.startswith("training/kernels/")}
+    plans = {}
+    for setting in ("auto", "off"):
+        aws_cluster["job"] = {"kernels": setting}
+        plans[setting] = spec_and_plan(load_stack_file(write_stack(aws_cluster, name=setting)))[1]
+    assert plans["auto"].storage.code_sha256 == bundle_sha256()
+    assert plans["off"].storage.code_sha256 == bundle_sha256(kernels=False) != bundle_sha256()
+    written = write_bundle(tmp_path, plans["off"].storage.code_sha256)
+    assert written.read_bytes() == bundle_bytes(kernels=False)
+    with pytest.raises(ValueError, match="no bundle of this checkout"):
+        write_bundle(tmp_path, "0" * 64)
+
+
+def test_a_job_runs_from_a_bundle_without_the_kernels(tmp_path):
+    with tarfile.open(fileobj=io.BytesIO(bundle_bytes(kernels=False))) as tar:
+        tar.extractall(tmp_path / "code", filter="data")
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    command = [sys.executable, "-m", "training.train", "--model", "tiny", "--seq-len", "16", "--device", "cpu",
+               "--steps", "1", "--kernels", "off", "--run-dir", str(tmp_path / "run"), "--progress", "false"]
+    result = subprocess.run(command, cwd=tmp_path / "code", env=environ, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1])["kernels"] == []

@@ -12,6 +12,7 @@ from bootstrap_helpers import VENV_BIN
 from node_cases import boot, plan_of
 
 from components.bundle import build, source_files
+from components.local.network import inside
 
 TRAIN = b"""import os, pathlib, sys, torch, torch.distributed as dist
 dist.init_process_group("gloo")
@@ -32,22 +33,22 @@ def sh(*cmd: str) -> None:
 @pytest.fixture
 def namespaces():
     """A bridge namespace and two node namespaces, each node with eth0 on the bridge; removed afterwards."""
-    if os.geteuid() != 0 or subprocess.run(["ip", "netns", "list"], check=False).returncode != 0:
-        pytest.skip("needs root and iproute2 for network namespaces")
+    if os.geteuid() != 0:
+        pytest.skip("needs root for network namespaces (scripts/setup installs iproute2)")
     tag = f"gft{os.getpid() % 100000}"
     bridge, nodes = f"{tag}br", [f"{tag}n0", f"{tag}n1"]
     for ns in [bridge, *nodes]:
         sh("ip", "netns", "add", ns)
     try:
-        sh("ip", "-n", bridge, "link", "add", "br0", "type", "bridge")
-        sh("ip", "-n", bridge, "link", "set", "br0", "up")
+        sh(*inside(bridge, "ip"), "link", "add", "br0", "type", "bridge")
+        sh(*inside(bridge, "ip"), "link", "set", "br0", "up")
         for i, ns in enumerate(nodes):
             sh("ip", "link", "add", f"{tag}v{i}", "netns", ns, "type", "veth", "peer", "name", f"p{i}", "netns", bridge)
-            sh("ip", "-n", ns, "link", "set", f"{tag}v{i}", "name", "eth0")
-            sh("ip", "-n", ns, "addr", "add", f"{SUBNET}.{i + 1}/24", "dev", "eth0")
+            sh(*inside(ns, "ip"), "link", "set", f"{tag}v{i}", "name", "eth0")
+            sh(*inside(ns, "ip"), "addr", "add", f"{SUBNET}.{i + 1}/24", "dev", "eth0")
             for link in ("eth0", "lo"):
-                sh("ip", "-n", ns, "link", "set", link, "up")
-            sh("ip", "-n", bridge, "link", "set", f"p{i}", "master", "br0", "up")
+                sh(*inside(ns, "ip"), "link", "set", link, "up")
+            sh(*inside(bridge, "ip"), "link", "set", f"p{i}", "master", "br0", "up")
         yield nodes
     finally:
         for ns in [*nodes, bridge]:
@@ -65,7 +66,7 @@ def test_two_nodes_rendezvous_and_all_reduce(namespaces, tmp_path):
     for ns, role in zip(namespaces, (plan.head, plan.worker), strict=True):
         entry = boot(role.user_data, tmp_path / ns, **settings)
         env = {"PATH": f"{VENV_BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "GPUFLEET_ROOT": str(tmp_path / ns)}
-        cmd = ["ip", "netns", "exec", ns, str(entry), "start"]
+        cmd = inside(ns, str(entry), "start")
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     outputs = [p.communicate(timeout=180)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], "\n".join(outputs)

@@ -62,7 +62,7 @@ def local_node(tmp_path, write_stack):
     (fake_bin / "torchrun").write_text(FAKE_TORCHRUN)
     (fake_bin / "torchrun").chmod(0o755)
     (test / "worker.py").write_text(WORKER)
-    code_uri = f"file://{write_bundle(tmp_path / 'bucket/code')}"
+    code_uri = f"file://{write_bundle(tmp_path / 'bucket/code', bundle_sha256())}"
 
     def install(installed=True, role="head", metadata="127.0.0.1:9", stack=None, **settings):
         cluster = copy.deepcopy(LOCAL_STACK) | (stack or {})
@@ -123,10 +123,14 @@ def test_train_pulls_the_checkpoint_and_runs_the_plans_command(local_node, tmp_p
     root, entry, env, plan = local_node(role=role)
     (tmp_path / "bucket/ckpt/step-3").mkdir(parents=True)
     (tmp_path / "bucket/ckpt/step-3/model.pt").write_text("old")
+    (tmp_path / "bucket/ckpt/runs/another-node").mkdir(parents=True)
+    (tmp_path / "bucket/ckpt/runs/another-node/metrics.jsonl").write_text("{}\n")
     result = run([entry.parent / "gpufleet-train"], root, env)
     assert result.returncode == 0, result.stderr
     args = (tmp_path / "test/args").read_text().splitlines()
-    slots = {"{head_address}": "127.0.0.1", "{local_addr}": "127.0.0.1", "{checkpoint_dir}": f"{root}/ckpt"}
+    node_id = (root / "var/lib/gpufleet/node-id").read_text().strip()
+    slots = {"{head_address}": "127.0.0.1", "{local_addr}": "127.0.0.1", "{node_id}": node_id,
+             "{checkpoint_dir}": f"{root}/ckpt"}
 
     def filled(arg: str) -> str:
         for slot, value in slots.items():
@@ -136,16 +140,18 @@ def test_train_pulls_the_checkpoint_and_runs_the_plans_command(local_node, tmp_p
     command = getattr(plan, role).command
     assert command[0] == "torchrun"
     assert args == [filled(arg) for arg in command[1:]]
-    assert args[:9] == ["--nnodes=2:2", f"--nproc-per-node={plan.ranks_per_node}", "--rdzv-backend=c10d",
-                        "--rdzv-endpoint=127.0.0.1:29400", f"--rdzv-id={plan.name}",
-                        f"--rdzv-conf=is_host={int(role == 'head')}", "--max-restarts=100",
-                        "--local-addr=127.0.0.1", "-m"]
-    assert args[9:12] == ["training.train", "--checkpoint-dir", f"{root}/ckpt"]
+    assert args[:10] == ["--nnodes=2:2", f"--nproc-per-node={plan.ranks_per_node}", "--rdzv-backend=c10d",
+                         "--rdzv-endpoint=127.0.0.1:29400", f"--rdzv-id={plan.name}",
+                         f"--rdzv-conf=is_host={int(role == 'head')}", "--max-restarts=100",
+                         "--local-addr=127.0.0.1", "-m", "training.train"]
+    assert args[-4:] == ["--checkpoint-dir", f"{root}/ckpt", "--run-dir", f"{root}/ckpt/runs/{node_id}"], (
+        "the node's own directories come last, so no job setting overrides them")
     assert "--steps=40" in args and "--model=tiny" in args, "the stack's job settings"
     cwd, ifname = (tmp_path / "test/env").read_text().splitlines()
     assert (Path(cwd) / "training/train.py").exists()
     assert ifname == "eth0", "NCCL env comes from the one env file"
     assert (root / "ckpt/step-3/model.pt").read_text() == "old"
+    assert not (root / "ckpt/runs/another-node").exists(), "a node pushes only its own metrics"
 
 
 def test_install_puts_the_bundled_scripts_beside_the_user_data_ones(local_node):

@@ -114,7 +114,8 @@ def test_settings_are_rendered_and_no_secret_is():
     env = files["/etc/gpufleet/node.env"]
     assert "GF_PORT_RANGE='50000 51000'" in env
     assert "GF_COMMAND=('torchrun' '--nnodes=2:6' '--nproc-per-node=8'" in env
-    assert "'--global-batch=384' '--micro-batch=8' '--model=gpt2' '--peak-tflops=125')" in env
+    assert ("'--model=gpt2' '--checkpoint-dir' '{checkpoint_dir}' '--run-dir' '{checkpoint_dir}/runs/{node_id}')"
+            in env), "the stack's job settings, then the node's own directories"
     assert files["/etc/sysctl.d/60-gpufleet-ports.conf"].endswith("net.ipv4.ip_local_port_range = 50000 51000\n")
     assert files["/etc/gpufleet/nccl.env"].splitlines()[1:] == [
         "NCCL_DEBUG=WARN", "TORCH_NCCL_ASYNC_ERROR_HANDLING=1", "NCCL_SOCKET_IFNAME='^lo,docker'", "NCCL_IB_DISABLE=1"]

@@ -18,8 +18,9 @@ def shipped(name: str):
 def test_the_exact_command_of_each_role():
     plan = shipped("aws-p5")
     common = ("--rdzv-backend=c10d", "--rdzv-endpoint={head_address}:29400", "--rdzv-id=aws-p5")
-    tail = ("--max-restarts=100", "--local-addr={local_addr}", "-m", "training.train", "--checkpoint-dir",
-            "{checkpoint_dir}", "--global-batch=1024", "--micro-batch=16", "--model=gpt2", "--peak-tflops=989")
+    tail = ("--max-restarts=100", "--local-addr={local_addr}", "-m", "training.train", "--global-batch=1024",
+            "--model=gpt2", "--peak-tflops=989", "--checkpoint-dir", "{checkpoint_dir}",
+            "--run-dir", "{checkpoint_dir}/runs/{node_id}")
     assert plan.head.command == ("torchrun", "--nnodes=2:8", "--nproc-per-node=8", *common,
                                  "--rdzv-conf=is_host=1", *tail)
     assert plan.worker.command == ("torchrun", "--nnodes=2:8", "--nproc-per-node=8", *common,
@@ -36,9 +37,11 @@ def test_ranks_per_node_one_per_gpu_two_on_cpu_or_as_the_stack_says(write_stack,
 
 
 def test_the_stacks_peak_figure_wins_over_the_catalogs(write_stack, aws_cluster):
-    aws_cluster["job"] = {**aws_cluster["job"], "peakTflops": 700}
-    plan = spec_and_plan(load_stack_file(write_stack(aws_cluster)))[1]
-    assert [a for a in plan.head.command if a.startswith("--peak-tflops")] == ["--peak-tflops=700"]
+    for key in ("peakTflops", "peak_tflops"):
+        aws_cluster["job"] = {**aws_cluster["job"], key: 700}
+        plan = spec_and_plan(load_stack_file(write_stack(aws_cluster)))[1]
+        assert [a for a in plan.head.command if a.startswith("--peak-tflops")] == ["--peak-tflops=700.0"], key
+        del aws_cluster["job"][key]
     assert not [a for a in shipped("local").head.command if a.startswith("--peak-tflops")], "no GPU, no peak"
 
 

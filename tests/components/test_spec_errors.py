@@ -205,14 +205,6 @@ def test_unknown_job_setting(write_stack, aws_cluster):
     assert problem.path == "gpufleet:cluster.job" and "learningRate" in problem.message
 
 
-def test_global_batch_must_split_at_every_planned_size(write_stack, aws_cluster):
-    aws_cluster["job"] = {"microBatch": 16, "globalBatch": 512}
-    problem = only_problem(write_stack(aws_cluster))
-    assert problem.path == "gpufleet:cluster.job.globalBatch" and "8 node(s)" in problem.message
-    aws_cluster["job"] = {"microBatch": 16, "globalBatch": 1024}
-    spec_and_plan(load_stack_file(write_stack(aws_cluster)))
-
-
 def test_more_ranks_than_gpus(write_stack, aws_cluster):
     aws_cluster.update(ranksPerNode=16, job={"microBatch": 1, "globalBatch": 1024})
     problem = only_problem(write_stack(aws_cluster))

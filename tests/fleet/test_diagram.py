@@ -47,13 +47,17 @@ def test_every_stack_draws_network_nodes_bucket_and_fabric(path):
     assert ("NAT gateway" in text) == (plan.cloud != "local")
 
 
-def test_market_mix_placement_and_ssh():
+def test_market_mix_placement_and_ssh(write_stack):
     p5 = mermaid(_plan("aws-p5"))
     assert "2 on-demand + 1 spot" in p5 and "efa x32 per node" in p5
     assert placed(p5) == {"cluster placement group": {"head", "workers"}}
     block = mermaid(_plan("aws-p4d-capacity-block"))
     assert "capacity block cr-" in block and placed(block) == {}
-    assert "SSH from 203.0.113.0/24" in mermaid(_plan("aws-g4dn-dev"))
+    assert "SSH" not in mermaid(_plan("aws-g4dn-dev")), "AWS nodes are reached through Session Manager"
+    ali = {"cloud": "alicloud", "zone": "cn-hangzhou-h", "instanceType": "ecs.gn7i-c32g1.8xlarge", "nodes": 2,
+           "network": {"sshCidrs": ["203.0.113.0/24"]}}
+    path = write_stack(ali, region=None, extra={"alicloud:region": "cn-hangzhou"})
+    assert "SSH from 203.0.113.0/24" in mermaid(spec_and_plan(load_stack_file(path))[1])
 
 
 def test_placement_surrounds_only_the_roles_that_join_it():

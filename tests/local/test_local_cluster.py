@@ -1,6 +1,7 @@
 """The local cluster end to end: `fleet up` on real network namespaces with the plan's nftables firewall, the node
 scripts booting each node from its user-data, and the bundled job trained across them; then the faults it must
-survive. The end-to-end tests need root (CI runs them as root); the rest run anywhere."""
+survive, the loopback fallback without iproute2 and nftables, and a failed or crashed `up` that the next one clears.
+The namespace tests need root (CI runs them as root); the rest run anywhere."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.local import cloudconfig, firewall, layout
+from components.local import cloudconfig, firewall, host, layout, network, progress
 from components.plan.model import FirewallRule
 from fleet.stacks import resolve, spec_and_plan
 
@@ -35,8 +36,20 @@ def stack(tmp_path: Path, name: str, **cluster) -> Path:
     return path
 
 
-def fleet(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([*FLEET, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+def fleet(*args: str, timeout: float = 240, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*FLEET, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def path_without(folder: Path, *hidden: str) -> str:
+    """A PATH of one folder with a link to every command on this PATH but the hidden ones: this machine as if the
+    packages that bring them were not installed."""
+    folder.mkdir()
+    for directory in os.environ["PATH"].split(os.pathsep):
+        for tool in Path(directory).glob("*") if Path(directory).is_dir() else ():
+            link = folder / tool.name
+            if tool.name not in hidden and not link.exists() and os.access(tool, os.X_OK):
+                link.symlink_to(tool)
+    return str(folder)
 
 
 class Cluster:
@@ -47,12 +60,12 @@ class Cluster:
         self.lay = layout.layout(spec_and_plan(resolve(None, str(path)))[1])
         self.proc: subprocess.Popen | None = None
 
-    def up(self, *extra: str) -> subprocess.CompletedProcess:
-        return fleet("up", "--stack-file", str(self.path), "--json", *extra)
+    def up(self, *extra: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        return fleet("up", "--stack-file", str(self.path), "--json", *extra, env=env)
 
-    def start(self) -> None:
+    def start(self, env: dict | None = None) -> None:
         self.proc = subprocess.Popen([*FLEET, "up", "--stack-file", str(self.path), "--json"], cwd=ROOT,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
     def finish(self, timeout: float = 240) -> dict:
         out, err = self.proc.communicate(timeout=timeout)
@@ -70,7 +83,7 @@ class Cluster:
 
     def steps(self) -> list[int]:
         found = []
-        for path in (self.lay.directory / "nodes").glob("*/var/lib/gpufleet/code/*/**/metrics.jsonl"):
+        for path in (self.lay.directory / "nodes").glob(f"*/{progress.METRICS}/*/metrics.jsonl"):
             found += [json.loads(line)["step"] for line in path.read_text().splitlines() if line.strip()]
         return found
 
@@ -172,6 +185,52 @@ def test_layout_puts_the_head_at_the_plan_address(tmp_path):
     assert lay.metadata_address not in lay.members
 
 
+@pytest.mark.parametrize("root", [True, False])
+def test_host_says_what_is_missing_for_namespaces_and_the_command_that_adds_it(tmp_path, monkeypatch, root):
+    monkeypatch.setattr(os, "geteuid", lambda: 0 if root else 1000)
+    monkeypatch.setenv("PATH", path_without(tmp_path / "bin", "nft"))
+    sudo = "" if root else "sudo "
+    lacking = host.namespaces()
+    assert lacking.what == ("" if root else "not running as root, and ") + "nftables (`nft`) is not installed"
+    assert lacking.fix.startswith(f"`{sudo}apt-get install -y nftables` adds it")
+    monkeypatch.setenv("PATH", path_without(tmp_path / "all", "ip", "nft", "pgrep", "pkill"))
+    assert "iproute2 (`ip`), nftables (`nft`) are not installed" in host.namespaces().what
+    assert host.can_remove_namespaces() is False
+    assert host.node_tools().what == "procps (`pgrep`, `pkill`) is not installed"
+    assert host.node_tools().fix == f"`{sudo}apt-get install -y procps` adds it"
+
+
+def test_host_with_everything_installed(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    assert host.namespaces() is None and host.node_tools() is None and host.can_remove_namespaces()
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    assert host.namespaces().what == "not running as root" and not host.can_remove_namespaces()
+
+
+def test_up_without_curl_names_it_and_the_command_that_adds_it_and_leaves_nothing(cluster, tmp_path):
+    c = cluster("lt-nocurl")
+    result = c.up(env=os.environ | {"PATH": path_without(tmp_path / "bin", "curl")})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "curl (`curl`) is not installed" in result.stderr and "apt-get install -y curl` adds it" in result.stderr
+    assert not c.lay.directory.exists()
+
+
+def test_without_iproute2_and_nftables_the_cluster_runs_on_loopback_and_says_why(cluster, tmp_path):
+    """What a machine without those packages (or a user without root) gets: the same nodes and job on loopback, the
+    node scripts included, with one message that names what is missing and the command that adds it."""
+    port = 29500 + os.getpid() % 400  # loopback is shared: a port of its own for this run's rendezvous
+    c = cluster("lt-loop", network={"vpcCidr": "10.77.0.0/24", "rendezvousPort": port}, job=JOB | {"steps": 10})
+    result = c.up(env=os.environ | {"PATH": path_without(tmp_path / "bin", "ip", "nft")})
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["mode"], summary["nodes"], summary["ranks"], summary["steps_completed"]) == ("loopback", 2, 4, 10)
+    notes = [line for line in result.stderr.replace("\n", " ").split("!") if "loopback" in line]
+    assert len(notes) == 1 and "iproute2 (`ip`), nftables (`nft`) are not installed" in notes[0], result.stderr
+    assert "apt-get install -y iproute2 nftables` adds them" in notes[0], result.stderr
+    for node in c.lay.nodes:
+        assert "command not found" not in node.log.read_text(), node.log.read_text()
+
+
 def test_up_refuses_a_cloud_stack():
     result = fleet("up", "--stack", "aws-p5")
     assert result.returncode == 2
@@ -191,7 +250,7 @@ def test_default_run_trains_across_two_namespaces_and_down_removes_everything(cl
     assert summary["checkpoints"] == [20, 40] and summary["final_loss"] < 5.5 and summary["tokens_per_s"] > 0
     assert summary["seconds_to_first_step"] < 60 and summary["segments"] == [[1, 40]]
     head = c.lay.nodes[0]
-    rules = subprocess.run(["ip", "netns", "exec", head.namespace, "nft", "list", "ruleset"], capture_output=True,
+    rules = subprocess.run(network.inside(head.namespace, "nft", "list", "ruleset"), capture_output=True,
                            text=True).stdout
     assert "policy drop" in rules and "10.77.0.10" in rules
     status = json.loads(fleet("status", "--stack-file", str(c.path), "--json").stdout)
@@ -280,3 +339,38 @@ def test_closed_port_fails_fast_naming_the_node_and_port(cluster, closed):
     else:  # the job's preflight: the head cannot reach the worker's listener in the pinned range
         assert "worker-1 = 10.77.0.11" in result.stderr, result.stderr
         assert re.search(r"-> node 1 at 10\.77\.0\.11:(50\d\d\d|51000): no answer", result.stderr), result.stderr
+
+
+@needs_root
+def test_a_failed_up_removes_its_network_and_the_next_up_just_runs(cluster):
+    c = cluster("lt-again", job=JOB | {"steps": 10})
+    failed = c.up("--close-port=head:29400")
+    assert failed.returncode == 1, failed.stderr
+    assert not {c.lay.bridge_namespace, *(n.namespace for n in c.lay.nodes)} & netns(), "the network stays behind"
+    status = json.loads(fleet("status", "--stack-file", str(c.path), "--json").stdout)
+    assert status["phase"] == "failed" and "unreachable" in status["message"]
+    assert all(node["processes"] == 0 for node in status["nodes"])
+    again = c.up()
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["steps_completed"] == 10
+    assert "an earlier run of cluster" in again.stderr and "ended failed" in again.stderr
+
+
+@needs_root
+def test_a_crashed_up_blocks_nothing_but_a_live_one_is_left_alone(cluster):
+    """`fleet up` killed mid-run leaves its namespaces and node processes behind; while it runs a second `up` is
+    refused, once it is gone the next `up` removes what it left and runs the job."""
+    c = cluster("lt-crash", job=JOB | {"steps": 300})
+    c.start()
+    c.wait_for_step(3)
+    live = c.up()
+    assert live.returncode == 2 and f"already up (running, `fleet up` is process {c.proc.pid})" in live.stderr
+    c.proc.kill()
+    c.proc.communicate()
+    left = {c.lay.bridge_namespace, *(n.namespace for n in c.lay.nodes)}
+    assert left <= netns(), "a crash leaves the network behind"
+    c.path.write_text(c.path.read_text().replace("steps: 300", "steps: 10"))
+    again = c.up()
+    assert again.returncode == 0, again.stderr
+    assert "ended running" in again.stderr and "namespace" in again.stderr
+    assert json.loads(again.stdout)["steps_completed"] == 10

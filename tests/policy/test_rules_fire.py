@@ -173,6 +173,24 @@ def _resource_of_an_unknown_cloud(stack_of):
     return [stack_of("aws-p5") + [unknown]]
 
 
+@breaks("no-internet-by-parts")
+def _internet_by_parts(stack_of):
+    """More in test_internet_exposure.py."""
+    tc = stack_of("tencent-hcc")
+    first(tc, tc_t.SG_RULES)["inputs"]["ingresses"] += [
+        {"protocol": "TCP", "port": "22", "cidrBlock": f"{n}.0.0.0/8", "action": "ACCEPT"} for n in (11, 12)]
+    return [tc]
+
+
+@breaks("no-wildcard-bucket-access")
+def _wildcard_bucket(stack_of):
+    """More in test_bucket_access.py."""
+    aws = stack_of("aws-g4dn-dev")
+    policy = first(aws, aws_t.ROLE_POLICY)["inputs"]
+    policy["policy"] = policy["policy"].replace("arn:aws:s3:::gpufleet-", "arn:aws:s3:::*-")
+    return [aws]
+
+
 @pytest.mark.parametrize("rule", BROKEN)
 def test_rule_fires_on_each_broken_stack(rule, stack_of):
     for index, resources in enumerate(BROKEN[rule](stack_of)):

@@ -60,14 +60,14 @@ def test_bad_options_exit_2_naming_the_option(argv, message, capsys):
 
 def test_the_benchmark_runs_one_and_two_ranks_on_the_cpu():
     command = [sys.executable, "-m", "training.bench", "--device", "cpu", "--model", "tiny", "--seq-len", "32"]
-    command += ["--micro-batch", "2", "--global-batch", "8", "--steps", "3", "--warmup-steps", "1", "--gpus", "1,2"]
+    command += ["--micro-batch", "2", "--global-batch", "7", "--steps", "3", "--warmup-steps", "1", "--gpus", "1,2"]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     one, two = report["runs"]
-    assert (one["gpus"], one["world_size"], one["accum_steps"]) == (1, 1, 4)
-    assert (two["gpus"], two["world_size"], two["accum_steps"]) == (2, 2, 2)
+    assert (one["gpus"], one["world_size"], one["micro_steps"]) == (1, 1, 4)
+    assert (two["gpus"], two["world_size"], two["micro_steps"]) == (2, 2, 2)  # shares of 4 and 3 sequences
     assert one["device"] == "cpu" and one["fp8_output_layer"] is False
     assert report["scaling_efficiency_vs_1gpu"]["2"] == pytest.approx(two["tokens_per_s"] / (2 * one["tokens_per_s"]))
     assert "scaling_efficiency_vs_each_gpu_alone" not in report

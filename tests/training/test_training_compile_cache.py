@@ -16,7 +16,7 @@ def test_a_change_to_any_source_moves_the_cache(tmp_path):
     sources = tmp_path / "training"
     shutil.copytree(SOURCES, sources, ignore=shutil.ignore_patterns("__pycache__"))
     before = isolate({}, sources)
-    fused = sources / "fused_mlp.py"
+    fused = sources / "kernels/fused_mlp.py"
     fused.write_text(fused.read_text().replace("grad_y.sum(0)", "grad_y.sum(0) * 1"))
     after = isolate({}, sources)
     assert before != after

@@ -2,7 +2,7 @@
 
 import pytest
 import torch
-from train_helpers import summary, train
+from train_helpers import start, train
 
 from training.config import ConfigError, TrainConfig, parse_args
 
@@ -23,14 +23,13 @@ def test_overrides_accept_camel_and_snake_case():
         True,
         989.0,
     )
-    assert cfg.accum_steps(world_size=2) == 4
 
 
 @pytest.mark.parametrize("value", [3, "maybe", 0.5, [True]])
 def test_a_flag_takes_only_true_or_false(value):
-    with pytest.raises(ConfigError, match=r"'fused_mlp' expects bool"):
-        TrainConfig.from_overrides({"fusedMlp": value})
-    assert TrainConfig.from_overrides({"fusedMlp": 0}).fused_mlp is False
+    with pytest.raises(ConfigError, match=r"'activation_checkpointing' expects bool"):
+        TrainConfig.from_overrides({"activationCheckpointing": value})
+    assert TrainConfig.from_overrides({"activationCheckpointing": 0}).activation_checkpointing is False
 
 
 def test_unknown_override_key_is_named():
@@ -38,18 +37,17 @@ def test_unknown_override_key_is_named():
         TrainConfig.from_overrides({"microBatchSize": 8})
 
 
-def test_global_batch_must_divide_over_world_size():
-    with pytest.raises(ConfigError, match="world_size=3"):
-        TrainConfig(global_batch=32, micro_batch=4).accum_steps(world_size=3)
-
-
 @pytest.mark.parametrize(
     "args, names",
     [
-        (["--global-batch", "10", "--micro-batch", "4"], ["global_batch", "micro_batch"]),
+        (["--global-batch", "0"], ["global_batch", "at least 1"]),
+        (["--micro-batch", "-1"], ["micro_batch", "at least 0"]),
+        (["--dropout", "1"], ["dropout", "below 1"]),
+        (["--data-dtype", "int8"], ["data_dtype", "uint16, uint32"]),
+        (["--kernels", "on"], ["kernels", "auto, off"]),
         (["--model", "gpt5"], ["model", "gpt2-medium"]),
         (["--micro-batch", "lots"], ["micro_batch"]),
-        (["--memory-limit-gb", "0.0001"], ["micro_batch", "activation_checkpointing", "model"]),
+        (["--memory-limit-gb", "0.0001"], ["parameters, gradients and AdamW state alone", "model", "seq_len"]),
         (["--data", "/nonexistent/tokens.bin"], ["data"]),
         (["--run-dir", "/proc/gpufleet-run"], ["run_dir", "writable"]),
         pytest.param(
@@ -98,40 +96,6 @@ def test_help_lists_every_setting_with_its_doc(capsys):
 
 
 def test_unknown_flag_exits_2(tmp_path):
-    result = train(["--micro-batch-size", "4"], expect=2)
-    assert "Traceback" not in result.stderr and "--micro-batch-size" in result.stderr
-
-
-def test_synthetic_stream_is_learnable(tmp_path):
-    result = summary(
-        train(
-            [
-                "--steps",
-                "60",
-                "--global-batch",
-                "8",
-                "--micro-batch",
-                "8",
-                "--log-every",
-                "10",
-                "--checkpoint-at-end",
-                "false",
-                "--run-dir",
-                str(tmp_path),
-            ]
-        )
-    )
-    assert result["final_loss"] < 4.0  # from ln(256) = 5.55 at the start
-    assert set(result) >= {
-        "steps_completed",
-        "final_loss",
-        "tokens_per_s",
-        "mfu",
-        "world_size",
-        "global_batch",
-        "seconds_to_first_step",
-        "checkpoints_written",
-        "resumed_from_step",
-    }
-    assert result["fp8_output_layer"] is False  # on by default, ignored on the CPU
-    assert (tmp_path / "summary.json").exists() and (tmp_path / "metrics.jsonl").exists()
+    process = start(["--micro-batch-size", "4"])  # the real command line: argparse exits by itself
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 2 and "Traceback" not in stderr and "--micro-batch-size" in stderr

@@ -1,14 +1,16 @@
-"""The model's precision options on the CPU: a bf16 residual stream stays bf16 and close to fp32; the fused loss
-(CUDA only) leaves the CPU path untouched."""
+"""The model on the CPU: a bf16 residual stream stays bf16 and close to fp32; fused kernels run where they are given
+(training.kernels picks them), and a job with kernels off never loads them."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import torch
-from train_helpers import tiny_twins
+from train_helpers import REPO, tiny_twins
 
 from training.config import MODEL_SIZES, TrainConfig
-from training.memory import estimate
-from training.model import GPT
+from training.model import GPT, Fused
 
 
 def _tokens() -> tuple[torch.Tensor, torch.Tensor]:
@@ -30,26 +32,35 @@ def test_bf16_residual_stream_stays_bf16_and_close_to_fp32():
     assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in bf16.parameters())
 
 
-def test_fused_loss_is_not_used_on_cpu():
-    plain, fused = tiny_twins(32, fused_loss=True)
+def test_the_model_runs_the_fused_kernels_it_is_given():
+    calls = []
+
+    def mlp(x, up, down):
+        calls.append("mlp")
+        return down(torch.nn.functional.gelu(up(x), approximate="tanh"))
+
+    def head_loss(hidden, weight, targets, fp8):
+        calls.append(("loss", fp8))
+        return torch.nn.functional.cross_entropy(hidden @ weight.t(), targets)
+
+    plain, fused = tiny_twins(32, fused=Fused(mlp=mlp, head_loss=head_loss, fp8_head=True))
     inputs, targets = _tokens()
-    assert torch.equal(fused(inputs, targets), plain(inputs, targets))
+    assert torch.allclose(fused(inputs, targets), plain(inputs, targets))
+    assert calls == ["mlp", "mlp", ("loss", True)]  # two blocks, one output layer
+    assert Fused(mlp=mlp, head_loss=head_loss, fp8_head=True).keep(True, True, False).names() == ["mlp", "loss"]
+    assert Fused(mlp=mlp, head_loss=head_loss, fp8_head=True).keep(True, False, True).names() == ["mlp"]
 
 
-def test_memory_estimate_counts_only_bf16_logits_with_the_fused_loss():
-    cfg = TrainConfig(model="gpt2", micro_batch=64)
-    plain = estimate(cfg, 124_000_000, half_precision=True)
-    fused = estimate(cfg, 124_000_000, half_precision=True, fused_loss=True)
-    logits = 64 * 1024 * MODEL_SIZES["gpt2"].vocab_size
-    assert plain.activations - fused.activations == 8 * logits
-    fp8 = estimate(cfg, 124_000_000, half_precision=True, fused_loss=True, fp8_head=True)
-    assert fp8.activations - fused.activations == logits  # the bf16 logits and their FP8 gradient at once
-
-
-def test_fused_mlp_is_not_used_on_cpu():
-    plain, fused = tiny_twins(32, fused_mlp=True)
-    inputs, targets = _tokens()
-    assert torch.equal(fused(inputs, targets), plain(inputs, targets))
+def test_a_job_with_kernels_off_never_imports_them(tmp_path):
+    code = (
+        "import sys; from training import train; "
+        f"code = train.main(['--model', 'tiny', '--seq-len', '16', '--device', 'cpu', '--steps', '1', '--kernels', "
+        f"'off', '--run-dir', '{tmp_path}', '--progress', 'false']); "
+        "print([m for m in sys.modules if m.startswith('training.kernels')], file=sys.stderr); sys.exit(code)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "[]"
 
 
 def test_biases_exist_only_when_asked_for_and_count_in_the_flops():
@@ -60,4 +71,4 @@ def test_biases_exist_only_when_asked_for_and_count_in_the_flops():
     per_block = 3 * width + width + 4 * width + width + 2 * width  # qkv, proj, up, down, two LayerNorms
     assert biased.num_params() - plain.num_params() == size.n_layer * per_block + width  # + the final LayerNorm
     assert biased.flops_per_token() - plain.flops_per_token() == 6 * (size.n_layer * per_block + width)
-    assert GPT.from_config(TrainConfig(bias=True), half=False, cuda=False).num_params() == biased.num_params()
+    assert GPT.from_config(TrainConfig(bias=True), half=False).num_params() == biased.num_params()

@@ -1,12 +1,15 @@
-"""Checkpoints without shared storage: two torchrun "nodes" on this machine, each with its own checkpoint directory.
+"""Checkpoints without shared storage: two "nodes" on this machine, each with its own checkpoint directory.
 
 Every node must hold every checkpoint, and a resume must start from the newest one any node holds, even where the
 node that holds rank 0 lost it or a node joins with an empty disk.
 """
 
+import hashlib
+import io
 import shutil
 
 import pytest
+import torch
 from train_helpers import assert_same_params, final_params, summary, train, train_nodes
 
 from training import checkpoint
@@ -95,3 +98,36 @@ def test_writers_sharing_a_directory_leave_one_valid_copy(tmp_path):
     assert resumed["resumed_from_step"] == 2 and resumed["steps_completed"] == 4
     assert "sent to the nodes without it" not in results[0].stderr  # each node read "its own" copy
     _assert_holds(shared, [2, 4])
+
+
+def _forge(node, step: int) -> None:
+    """What a compromised node can do: write a checkpoint of its own making, manifest and all, and vouch for it in
+    its own ledger."""
+    state = checkpoint.read(checkpoint.step_path(node / "ckpt", 4))
+    state["model"] = {name: torch.zeros_like(tensor) for name, tensor in state["model"].items()}
+    shutil.rmtree(checkpoint.step_path(node / "ckpt", step), ignore_errors=True)
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    checkpoint.save_bytes(node / "ckpt", step, buffer.getvalue(), keep=3)
+    checkpoint.attest(node / "ckpt", step, hashlib.sha256(buffer.getvalue()).hexdigest())
+
+
+@pytest.mark.parametrize(
+    ("step", "resumed"),
+    [
+        (6, 4),  # a newer step only its maker vouches for is passed over
+        (4, 2),  # a copy of the newest that the ledgers disagree about: neither is trusted
+    ],
+    ids=["a-newer-step", "a-copy-of-the-newest"],
+)
+def test_one_node_cannot_make_the_others_resume_from_its_checkpoint(interrupted, straight, tmp_path, step, resumed):
+    nodes = [tmp_path / node.name for node in interrupted]
+    for source, node in zip(interrupted, nodes, strict=True):
+        shutil.copytree(source, node)
+    _forge(nodes[1], step)
+    results = train_nodes(NODE, nodes)
+    assert f"checkpoint not trusted, step {step}" in results[0].stderr
+    assert summary(results[0])["resumed_from_step"] == resumed and summary(results[0])["steps_completed"] == 6
+    for node in nodes:
+        assert_same_params(final_params(node / "ckpt"), straight, atol=1e-5)
+    _assert_same_bytes(nodes, [4, 6])  # a forged copy was replaced by the job's own

@@ -1,16 +1,23 @@
-"""Run the training job as a real process (one process, two ranks under torchrun, or two torchrun "nodes"; gloo)."""
+"""Run the real training job: its ``main`` in forked ranks (fast: no interpreter start and torch import per rank),
+as a process of its own (signals, the command line), or as two torchrun "nodes" with a directory each; gloo."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+import torch._dynamo  # imported once here rather than in every forked rank: it takes seconds
 
 from training.config import MODEL_SIZES
 from training.model import GPT
@@ -40,32 +47,35 @@ def _env() -> dict:
     return env
 
 
-def command(args: list[str], nproc: int = 1) -> list[str]:
-    if nproc == 1:
-        return [sys.executable, "-m", "training.train", *TINY, *args]
-    return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={nproc}",
-        "-m",
-        "training.train",
-        *TINY,
-        *args,
-    ]
-
-
-def train(args: list[str], nproc: int = 1, expect: int = 0) -> subprocess.CompletedProcess:
-    result = subprocess.run(command(args, nproc), cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120)
-    assert result.returncode == expect, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
-    return result
+def command(args: list[str]) -> list[str]:
+    """The job as a node starts it: its own interpreter (for what only a real process shows: signals, the CLI)."""
+    return [sys.executable, "-m", "training.train", *TINY, *args]
 
 
 def start(args: list[str]) -> subprocess.Popen:
     return subprocess.Popen(
         command(args), cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
+
+
+def run_process(args: list[str], expect: int = 0) -> subprocess.CompletedProcess:
+    """The job in a process of its own, to the end (on a GPU: a process forked after CUDA was touched cannot use
+    it, so train() is for the CPU)."""
+    result = subprocess.run(command(args), cwd=REPO, env=_env(), capture_output=True, text=True, timeout=900)
+    assert result.returncode == expect, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def train(args: list[str], nproc: int = 1, expect: int = 0, logs: Path | None = None) -> subprocess.CompletedProcess:
+    """Run the job's ``main`` on ``nproc`` forked ranks (see start_ranks); every rank must exit with ``expect``.
+    Rank 0's exit code and output."""
+    logs = logs or Path(tempfile.mkdtemp(prefix="gpufleet-ranks-"))
+    ranks = start_ranks(args, nproc, logs)
+    codes = wait_ranks(ranks)
+    assert codes == [expect] * nproc, "\n".join(
+        f"rank {n}: exit {c}\n{r.stdout}\n{r.stderr}" for n, (c, r) in enumerate(zip(codes, ranks, strict=True))
+    )
+    return subprocess.CompletedProcess(["training.train", *args], codes[0], ranks[0].stdout, ranks[0].stderr)
 
 
 def summary(result) -> dict:
@@ -89,50 +99,14 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def node_command(args: list[str], node_rank: int, nnodes: int, port: int) -> list[str]:
-    """One torchrun agent of a multi-node job on localhost (static rendezvous: node_rank is the GROUP_RANK)."""
-    return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        f"--nnodes={nnodes}",
-        f"--node-rank={node_rank}",
-        "--nproc-per-node=1",
-        "--master-addr=127.0.0.1",
-        f"--master-port={port}",
-        "-m",
-        "training.train",
-        *TINY,
-        *args,
-    ]
-
-
 def train_nodes(args: list[str], node_dirs: list[Path]) -> list[subprocess.CompletedProcess]:
-    """Run one torchrun "node" per directory, side by side on this machine, each in its directory (so the same
-    relative --checkpoint-dir is a different disk per node, as on a cluster); node 0 holds rank 0."""
-    port = _free_port()
-    nodes = [
-        subprocess.Popen(
-            node_command(args, rank, len(node_dirs), port),
-            cwd=node_dir,
-            env=_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        for rank, node_dir in enumerate(node_dirs)
-    ]
-    try:
-        outputs = [node.communicate(timeout=120) for node in nodes]
-    finally:
-        for node in nodes:
-            if node.poll() is None:
-                os.killpg(node.pid, signal.SIGKILL)  # the agent and its workers: a hung peer must not outlive the test
-    results = [subprocess.CompletedProcess(n.args, n.returncode, *out) for n, out in zip(nodes, outputs, strict=True)]
-    for rank, result in enumerate(results):
-        assert result.returncode == 0, f"node {rank}: exit {result.returncode}\n{result.stdout}\n{result.stderr}"
-    return results
+    """One rank per "node", each working in its own directory (so the same relative --checkpoint-dir is a different
+    disk per node, as on a cluster); node 0 holds rank 0. Every node must exit 0; each node's output."""
+    ranks = start_ranks(args, len(node_dirs), node_dirs[0] / ".logs", node_dirs=node_dirs)
+    codes = wait_ranks(ranks)
+    assert codes == [0] * len(ranks), "\n".join(f"node {n}: exit {c}\n{r.stderr}" for n, (c, r) in
+                                                 enumerate(zip(codes, ranks, strict=True)))
+    return [subprocess.CompletedProcess(args, 0, rank.stdout, rank.stderr) for rank in ranks]
 
 
 def tiny_twins(seq_len: int, device: str = "cpu", **options) -> tuple[GPT, GPT]:
@@ -153,3 +127,86 @@ def bf16_losses(models, tokens: torch.Tensor) -> list[float]:
         loss.backward()
         losses.append(loss.item())
     return losses
+
+
+@dataclass
+class Rank:
+    """One rank of a job started by ``start_ranks``: its process and what it printed."""
+
+    process: multiprocessing.Process
+    out: Path
+    err: Path
+
+    @property
+    def stdout(self) -> str:
+        return self.out.read_text()
+
+    @property
+    def stderr(self) -> str:
+        return self.err.read_text()
+
+
+def _rank_main(argv: list[str], env: dict, cwd: Path, out: Path, err: Path, prepare) -> None:
+    os.chdir(cwd)
+    os.environ.update(env)
+    for stream, path in ((1, out), (2, err)):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, stream)
+        os.close(fd)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115 (the process ends with os._exit)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+    torch.set_num_threads(1)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    code = 1
+    try:
+        from training import train
+
+        if prepare is not None:
+            prepare()
+        code = train.main(argv)
+    except SystemExit as exit_:  # argparse's errors and --help, as the interpreter would report them
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def start_ranks(args: list[str], world: int, logs: Path, prepare=None,
+                node_dirs: list[Path] | None = None) -> list[Rank]:
+    """The real job's ``main`` in ``world`` processes forked from this one, wired up as torchrun wires its workers
+    (gloo): a multi-rank run without a fresh interpreter and torch import per rank, which on a small CI machine is
+    most of a test's time. One node in the repository, or with ``node_dirs`` one rank per node, each in its
+    directory. ``prepare()`` runs in each rank first (to slow a part down, say)."""
+    logs.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    context = multiprocessing.get_context("fork")
+    ranks = []
+    for rank in range(world):
+        node, local, per_node = (rank, 0, 1) if node_dirs else (0, rank, world)
+        env = {"RANK": str(rank), "LOCAL_RANK": str(local), "WORLD_SIZE": str(world),
+               "LOCAL_WORLD_SIZE": str(per_node), "GROUP_RANK": str(node), "MASTER_ADDR": "127.0.0.1",
+               "MASTER_PORT": str(port)}
+        out, err = logs / f"rank{rank}.out", logs / f"rank{rank}.err"
+        cwd = node_dirs[rank] if node_dirs else REPO
+        process = context.Process(target=_rank_main, args=([*TINY, *args], env, cwd, out, err, prepare),
+                                  daemon=True)
+        process.start()
+        ranks.append(Rank(process, out, err))
+    return ranks
+
+
+def wait_ranks(ranks: list[Rank], timeout: float = 120) -> list[int]:
+    """Every rank's exit code (a rank still running at the deadline is killed and reported as None)."""
+    deadline = time.monotonic() + timeout
+    for rank in ranks:
+        rank.process.join(max(0.0, deadline - time.monotonic()))
+        if rank.process.is_alive():
+            rank.process.kill()
+            rank.process.join()
+            return [None] * len(ranks)
+    return [rank.process.exitcode for rank in ranks]
+
+

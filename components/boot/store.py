@@ -1,0 +1,78 @@
+"""The object store standing in for S3, OSS and COS: moto (the library behind `moto[server]`) over HTTPS on the
+bridge, reached by each cloud's own endpoint names (the VPC's resolver points them here, tls.py signs them), and
+holding what the realizer uploads: the code bundle (components.bundle) at the plan's code key. On AWS the same
+server answers the EC2 and Auto Scaling calls a node makes.
+
+Run as `python -m components.boot.store ADDRESS CERT KEY CA SEED.json` in the bridge namespace: it listens on
+ADDRESS:443, creates each bucket of SEED and puts its objects through the S3 API, then prints "ready".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+
+from components.plan.model import ClusterPlan
+
+
+def endpoints(plan: ClusterPlan) -> tuple[str, ...]:
+    """The host names a node's store client contacts for this plan's bucket, first the cloud's default endpoint."""
+    bucket, region = plan.storage.bucket, plan.region
+    if plan.cloud == "aws":
+        regional = f"s3.{region}.amazonaws.com"
+        return (regional, f"{bucket}.{regional}", "s3.amazonaws.com", f"{bucket}.s3.amazonaws.com")
+    if plan.cloud == "alicloud":
+        internal = f"oss-{region}-internal.aliyuncs.com"
+        return (internal, f"{bucket}.{internal}")
+    regional = f"cos.{region}.myqcloud.com"
+    return (regional, f"{bucket}.{regional}")
+
+
+def api_endpoints(plan: ClusterPlan) -> tuple[str, ...]:
+    """The cloud APIs a node calls with its role that moto also serves: on AWS, EC2 (gpufleet-report's tags,
+    gpufleet-discover's instance list) and Auto Scaling (set-instance-health). moto has no OSS/ECS/COS/CVM APIs."""
+    if plan.cloud != "aws":
+        return ()
+    return (f"ec2.{plan.region}.amazonaws.com", f"autoscaling.{plan.region}.amazonaws.com")
+
+
+def seed(plan: ClusterPlan, bundle: Path) -> dict:
+    """What the realizer would have uploaded before the nodes boot."""
+    return {"buckets": [{"name": plan.storage.bucket, "region": plan.region,
+                         "objects": {plan.storage.code_key: str(bundle)}}]}
+
+
+def _serve(address: str, cert: str, key: str) -> None:
+    from moto.server import DomainDispatcherApplication, create_backend_app
+    from werkzeug.serving import make_server
+
+    server = make_server(address, 443, DomainDispatcherApplication(create_backend_app), threaded=True,
+                         ssl_context=(cert, key))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+
+def _put(address: str, ca: str, content: dict) -> None:
+    import boto3
+    from botocore.config import Config
+
+    for bucket in content["buckets"]:
+        s3 = boto3.client("s3", endpoint_url=f"https://{address}", region_name=bucket["region"], verify=ca,
+                          aws_access_key_id="harness", aws_secret_access_key="harness",
+                          config=Config(s3={"addressing_style": "path"}))
+        location = {} if bucket["region"] == "us-east-1" else {
+            "CreateBucketConfiguration": {"LocationConstraint": bucket["region"]}}
+        s3.create_bucket(Bucket=bucket["name"], **location)
+        for name, path in bucket["objects"].items():
+            s3.put_object(Bucket=bucket["name"], Key=name, Body=Path(path).read_bytes())
+
+
+if __name__ == "__main__":
+    listen, cert_path, key_path, ca_path, seed_path = sys.argv[1:]
+    os.environ.setdefault("MOTO_ALLOW_NONEXISTENT_REGION", "true")
+    _serve(listen, cert_path, key_path)
+    _put(listen, ca_path, json.loads(Path(seed_path).read_text()))
+    print("ready", flush=True)
+    threading.Event().wait()

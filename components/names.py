@@ -1,0 +1,178 @@
+"""Names a stack sets or implies, checked by the rules of the cloud that will hold them: the stack and cluster name,
+the checkpoint bucket, tags and the capacity reservation id.
+
+Each rule says every reason a name is refused and suggests one that passes, so a single edit fixes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from components.errors import Problem
+from components.limits import CLOUD_NAMES, OWN_TAG_COUNT, OWN_TAG_KEYS, OWN_TAG_PREFIX, TagRules, limits
+from components.stackfile import CLUSTER_KEY
+
+if TYPE_CHECKING:  # the spec imports this module for its name rules
+    from components.clouds.base import CloudProfile
+    from components.spec import ClusterSpec
+
+# A cluster name becomes part of resource, role and bucket names on every cloud: lowercase, digits, dashes.
+CLUSTER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,29}[a-z0-9]$")
+CLUSTER_NAME_MAX = 31
+CLUSTER_NAME_RULE = ("2-31 lowercase letters, digits and dashes, starting with a letter and not ending in a dash "
+                     "(it becomes part of resource, role and bucket names)")
+
+
+def _at(path: str) -> str:
+    return f"{CLUSTER_KEY}.{path}"
+
+
+def cluster_name(stack: str) -> str:
+    """The cluster name a stack implies: the stack's own name where it already is one, else a lowercase spelling of it
+    with a short hash of the original, so that `Prod_EU` and `prod-eu` never name the same resources."""
+    if CLUSTER_NAME.match(stack):
+        return stack
+    digest = hashlib.sha256(stack.encode()).hexdigest()[:6]
+    base = re.sub(r"[^a-z0-9]+", "-", stack.lower()).strip("-")
+    base = base if base[:1].isalpha() else f"gf-{base}".rstrip("-")
+    return f"{base[:CLUSTER_NAME_MAX - len(digest) - 1].rstrip('-')}-{digest}"
+
+
+def checked_cluster_name(value: str) -> str:
+    """A `name` the stack wrote, unchanged if it is a cluster name; else ValueError with a name that is."""
+    if CLUSTER_NAME.match(value):
+        return value
+    raise ValueError(f"{value!r} is not a cluster name: use {CLUSTER_NAME_RULE}, e.g. {cluster_name(value)!r}")
+
+
+# Object storage: what each cloud's bucket names may be (docs/cloud-facts.md#aws-names, #alibaba-names, #tencent-names).
+S3_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+S3_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+# <name>-<APPID>.cos.<region>.myqcloud.com is at most 60 characters (Tencent COS naming conventions).
+COS_DOMAIN_MAX = 60
+
+
+def _bucket_reasons(bucket: str, cloud: str, region: str) -> list[str]:
+    dots = cloud == "aws"
+    allowed = "a-z0-9.-" if dots else "a-z0-9-"
+    reasons = []
+    if any(c.isupper() for c in bucket):
+        reasons.append("it has uppercase letters")
+    if bad := sorted({c for c in bucket if not c.isupper() and not re.match(f"[{allowed}]", c)}):
+        reasons.append("it has " + ", ".join(repr(c) for c in bad))
+    if cloud == "tencentcloud":
+        if len(f"{bucket}.cos.{region}.myqcloud.com") > COS_DOMAIN_MAX:
+            reasons.append(f"{bucket}.cos.{region}.myqcloud.com is longer than the {COS_DOMAIN_MAX} characters COS "
+                           "allows")
+    elif not 3 <= len(bucket) <= 63:
+        reasons.append(f"it has {len(bucket)} characters, not 3 to 63")
+    if bucket[:1] in ".-" or bucket[-1:] in ".-":
+        reasons.append("it starts or ends with a dash or dot")
+    if dots:
+        if ".." in bucket:
+            reasons.append("it has two dots in a row")
+        if _is_address(bucket):
+            reasons.append("it is written like an IP address")
+        reasons += [f"it starts with {p!r}, which S3 reserves" for p in S3_PREFIXES if bucket.startswith(p)]
+        reasons += [f"it ends with {s!r}, which S3 reserves" for s in S3_SUFFIXES if bucket.endswith(s)]
+    return reasons
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.IPv4Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _bucket_suggestion(bucket: str, cloud: str) -> str:
+    """A name that keeps the spirit of the one written and passes the cloud's rules."""
+    name = bucket.split("://", 1)[-1].removeprefix("arn:aws:s3:::").split("/", 1)[0].lower()
+    name = re.sub(r"[^a-z0-9.-]+" if cloud == "aws" else r"[^a-z0-9-]+", "-", name)
+    name = re.sub(r"\.{2,}", ".", name).strip(".-")[:63].strip(".-")
+    return name if len(name) >= 3 else "gpufleet-checkpoints"
+
+
+def bucket(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:
+    """A bucket the stack names is one name, by the cloud's rules; never a wildcard or a URL."""
+    written = spec.storage.checkpoint_bucket
+    if written is None:
+        return
+    path = _at("storage.checkpointBucket")
+    if spec.cloud == "local":
+        yield Problem(path, "a local cluster keeps checkpoints in its own directory (/tmp/gpufleet-<name>/bucket), "
+                      "not in a bucket.", "remove checkpointBucket.")
+        return
+    if "://" in written or written.startswith("arn:") or "/" in written:
+        yield Problem(path, f"{written!r} is a URL, ARN or path; the field takes the bucket's name alone (checkpoints "
+                      "go under checkpoints/ in it).",
+                      f"write the name only, e.g. {_bucket_suggestion(written, spec.cloud)!r}.")
+        return
+    if reasons := _bucket_reasons(written, spec.cloud, spec.region):
+        scheme = cloud.bucket_scheme.upper()
+        yield Problem(path, f"{written!r} is not a valid {scheme} bucket name: {'; '.join(reasons)}.",
+                      f"use a name such as {_bucket_suggestion(written, spec.cloud)!r}.")
+
+
+def _own(key: str, cloud: str) -> bool:
+    """gpufleet's own tags; on AWS also Name, which it sets per resource."""
+    lowered = key.lower()
+    return lowered.startswith(OWN_TAG_PREFIX) or lowered in OWN_TAG_KEYS or (cloud == "aws" and lowered == "name")
+
+
+def _tag_reasons(key: str, value: str, rules: TagRules) -> list[str]:
+    reasons = []
+    if not key:
+        reasons.append("the key is empty")
+    elif len(key) > rules.key_max:
+        reasons.append(f"the key has {len(key)} characters, more than {rules.key_max}")
+    if len(value) > rules.value_max:
+        reasons.append(f"the value has {len(value)} characters, more than {rules.value_max}")
+    if rules.value_required and not value:
+        reasons.append("the value is empty")
+    if (key and not rules.key_chars.match(key)) or not rules.value_chars.match(value):
+        reasons.append(f"it has characters the cloud refuses ({rules.chars_hint})")
+    if key.strip() != key or value.strip() != value:
+        reasons.append("it starts or ends with a space")
+    if key in rules.key_not:
+        reasons.append(f"{key!r} is not allowed as a key")
+    reasons += [f"the key starts with {p!r}, which the cloud reserves" for p in rules.reserved_key_prefixes
+                if key.lower().startswith(p)]
+    reasons += [f"the value starts with {p!r}, which the cloud reserves" for p in rules.reserved_value_prefixes
+                if value.lower().startswith(p)]
+    reasons += [f"it contains {s!r}" for s in rules.forbidden_substrings if s in key.lower() or s in value.lower()]
+    return reasons
+
+
+def tags(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:
+    """Tags the cloud takes, never one of gpufleet's own (discovery and the nodes' permissions rely on them)."""
+    rules = limits(spec.cloud).tags
+    for key, value in spec.tags.items():
+        path = _at(f"tags.{key}")
+        if _own(key, spec.cloud):
+            yield Problem(path, f"{key!r} is a tag gpufleet sets itself (gpufleet:*, managed-by, Name): the nodes' "
+                          "permissions and discovery rely on its value.", "use another key, e.g. team or project.")
+        elif rules and (reasons := _tag_reasons(key, value, rules)):
+            yield Problem(path, f"{CLOUD_NAMES[spec.cloud]} refuses this tag: {'; '.join(reasons)}.",
+                          "shorten or rename it.")
+    if rules and len(spec.tags) > rules.max_tags - OWN_TAG_COUNT:
+        room = rules.max_tags - OWN_TAG_COUNT
+        yield Problem(_at("tags"), f"{len(spec.tags)} tags, but a resource on {CLOUD_NAMES[spec.cloud]} takes "
+                      f"{rules.max_tags} and gpufleet sets {OWN_TAG_COUNT} of its own.", f"keep at most {room}.")
+
+
+def reservation(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:
+    """A capacity reservation id in the cloud's own format."""
+    written = spec.market.reservation_id
+    lim = limits(spec.cloud)
+    if written is None or lim.reservation_id is None or lim.reservation_id.match(written):
+        return
+    yield Problem(_at("market.reservationId"), f"{written!r} is not a capacity reservation id of "
+                  f"{CLOUD_NAMES[spec.cloud]} (they look like {lim.reservation_example}).",
+                  "copy the id from the cloud's console or CLI (AWS: `aws ec2 describe-capacity-reservations`; "
+                  "Alibaba: the elasticity assurance or capacity reservation id).")

@@ -1,0 +1,19 @@
+"""Boot-harness tests need root (namespaces, mounts, cgroups) and a few host tools; CI runs tests/boot as root. The
+first run builds the node images (debootstrap, several minutes) into the cache (GF_BOOT_CACHE, default
+/var/tmp/gpufleet-boot). Modules that boot machines use the `needs_root` fixture."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+TOOLS = ("debootstrap", "dnsmasq", "unshare", "nsenter", "ip", "cc")
+
+
+@pytest.fixture
+def needs_root() -> None:
+    missing = [tool for tool in TOOLS if not shutil.which(tool)]
+    if os.geteuid() != 0 or missing:
+        pytest.skip("needs root" + (f" and {', '.join(missing)}" if missing else "") + " (CI runs tests/boot as root)")

@@ -1,0 +1,98 @@
+"""The whole path after the gate, booted for real on AWS: aws-g4dn-dev with spot workers and the local cluster's
+tiny job, the fake GPU reporting the plan's pinned driver (the DLAMI's own fails the gate today, test_boot.py). Both
+nodes pass the gate, torchrun forms the job across the two machines, and a spot notice on the emulated IMDS makes
+the worker checkpoint, push the checkpoint to the store and leave (the last too late: a strict xfail)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+import yaml
+
+from components.boot import report
+from components.boot.cluster import Boot, node_settings
+from components.stackfile import CLUSTER_KEY
+from fleet.stacks import resolve, spec_and_plan
+
+pytestmark = pytest.mark.usefixtures("needs_root")
+
+JOB = {"model": "tiny", "steps": 100000, "seqLen": 128, "globalBatch": 24, "microBatch": 4, "checkpointEvery": 10,
+       "logEvery": 1}
+TIMEOUT_S = 1200
+
+
+def wait(predicate, timeout: float, poll_s: float = 3):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := predicate():
+            return value
+        time.sleep(poll_s)
+    return predicate()
+
+
+@pytest.fixture(scope="module")
+def training(tmp_path_factory):
+    stack = resolve("aws-g4dn-dev", None)
+    config = dict(stack.config)
+    config[CLUSTER_KEY] = {**config[CLUSTER_KEY], "autoscaling": {"standby": 0}, "job": JOB,
+                           "market": {"onDemandBase": 1, "spotPercent": 100}}
+    path = tmp_path_factory.mktemp("stack") / f"Pulumi.{stack.name}.yaml"
+    path.write_text(yaml.safe_dump({"config": config}))
+    plan = spec_and_plan(resolve(None, str(path)))[1]
+    assert plan.worker.spot and not plan.head.spot
+    pinned = node_settings(plan.head.user_data)["GF_DRIVER_VERSION"]
+    with Boot(plan, driver=pinned, keep=bool(os.environ.get("GF_BOOT_KEEP"))) as boot:
+        outcomes = {node.name: report.wait_outcome(node, TIMEOUT_S) for node in boot.nodes}
+        yield plan, boot, outcomes
+
+
+def test_both_nodes_pass_the_gate_and_train_together(training):
+    _, boot, outcomes = training
+    assert outcomes == {"head": "training", "worker-1": "training"}
+    first = wait(lambda: [r.phases for r in map(report.collect, boot.nodes) if r.phases["first-step"]], 600)
+    assert first, "no node logged a training step"
+    assert first[0]["rendezvous"] is not None and first[0]["gate"] < first[0]["rendezvous"] < first[0]["first-step"]
+
+
+def test_a_spot_notice_checkpoints_pushes_and_leaves(training):
+    plan, boot, outcomes = training
+    if outcomes.get("worker-1") != "training":
+        pytest.skip(f"the worker never trained: {outcomes}")
+    worker = boot.node("worker-1")
+    checkpoints = worker.settings["GF_CHECKPOINT_DIR"]
+    assert wait(lambda: worker.machine.run("find", checkpoints, "-type", "f").stdout.strip(), 600), "no checkpoint"
+    boot.spot_notice("worker-1", warning_s=120)
+
+    def left() -> bool:
+        state = worker.machine.run("systemctl", "is-active", "gpufleet-train.service").stdout.strip()
+        return state in ("inactive", "failed")  # failed: systemd had to kill torchrun (see the next test)
+
+    assert wait(left, 240), worker.machine.run("journalctl", "-u", "gpufleet-spot", "--no-pager").stdout[-3000:]
+    spot = worker.machine.run("journalctl", "-u", "gpufleet-spot.service", "--no-pager").stdout
+    assert "interruption notice" in spot and "SIGUSR1 to training workers" in spot
+    assert "left the job after the interruption notice" in spot
+    assert '"action": "terminate"' in worker.machine.read("/run/gpufleet/spot-notice").decode()
+    # The checkpoint reached the bucket: listed from the head, with the head's own role.
+    listing = boot.node("head").machine.run("aws", "s3", "ls", "--recursive", f"{plan.storage.checkpoint_uri}/")
+    assert listing.returncode == 0 and listing.stdout.strip(), listing.stderr
+
+
+@pytest.mark.xfail(strict=True, reason="the spot node's torchrun does not exit once its ranks stopped (its agent "
+                                       "waits for the others); `systemctl stop gpufleet-train` waits out "
+                                       "TimeoutStopSec=120 and kills it, so the node leaves after AWS's 2 minutes")
+def test_the_spot_node_leaves_within_the_two_minutes_aws_gives(training):
+    _, boot, _ = training
+    worker = boot.node("worker-1")
+    entries = worker.machine.run("journalctl", "-u", "gpufleet-spot.service", "-o", "json", "--no-pager").stdout
+    times = {}
+    for line in entries.splitlines():
+        entry = json.loads(line)
+        for mark in ("interruption notice", "left the job"):
+            if mark in str(entry.get("MESSAGE", "")):
+                times.setdefault(mark, int(entry["__MONOTONIC_TIMESTAMP"]) / 1e6)
+    if "interruption notice" not in times:
+        pytest.skip("no spot notice was given (test_a_spot_notice_checkpoints_pushes_and_leaves did not run)")
+    assert "left the job" in times and times["left the job"] - times["interruption notice"] < 120, times

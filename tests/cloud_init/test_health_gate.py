@@ -1,0 +1,121 @@
+"""The node gate as gpufleet-health runs it (`python -m health`), on CPU stand-ins for GPUs: the report, the metrics,
+the exit code and the reason the node scripts act on; nvidia-smi and dmesg are fake executables where a test needs
+them, the matmuls, copies and the all-reduce run for real."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "cloud-init"))
+
+from health.result import Check, Report, prometheus  # noqa: E402
+
+pytest.importorskip("torch")
+TINY = {"gpus": 2, "nvswitch": True, "fabric": "tcp", "peakTflopsBf16": 1e-9, "busbwBaselineGbs": 1e-9}
+SAMPLE = re.compile(r'^(gpufleet_health_[a-z_]+)\{([a-z]+="(?:[^"\\]|\\.)*"(?:,[a-z]+="(?:[^"\\]|\\.)*")*)\} (\S+)$')
+
+
+def gate(tmp_path: Path, row: dict, *args: str, path: str | None = None) -> subprocess.CompletedProcess:
+    config = tmp_path / "health.json"
+    config.write_text(json.dumps({"row": row, "level": "light"}))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "cloud-init"), "PATH": path or f"{Path(sys.executable).parent}:/bin"}
+    cmd = [sys.executable, "-m", "health", "--config", str(config), "--out", str(tmp_path / "gate.json"),
+           "--metrics", str(tmp_path / "gate.prom"), "--reason-file", str(tmp_path / "reason"), *args]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+def report(tmp_path: Path) -> dict:
+    return json.loads((tmp_path / "gate.json").read_text())
+
+
+def test_a_healthy_node_passes_every_family_and_says_so(tmp_path):
+    done = gate(tmp_path, TINY, "--devices", "cpu:2")
+    assert done.returncode == 0, done.stderr
+    found = report(tmp_path)
+    assert found["ok"] and found["kind"] == "gate" and found["level"] == "light" and found["schema"] == 1
+    checks = {(c["check"], c["subject"]) for c in found["checks"]}
+    assert {("gpus", "node"), ("matmul", "cpu0"), ("matmul", "cpu1"), ("hbm", "cpu0"), ("p2p", "cpu0->cpu1"),
+            ("allreduce", "node"), ("dcgm", "level1")} <= checks
+    allreduce = next(c for c in found["checks"] if c["check"] == "allreduce")
+    assert allreduce["figure"] > 0 and "2 gloo ranks" in allreduce["detail"]
+    assert not (tmp_path / "reason").exists()
+    assert 'gpufleet_health_ok{kind="gate",level="light"} 1' in (tmp_path / "gate.prom").read_text()
+
+
+def test_a_slow_device_fails_with_its_figure_as_the_reason(tmp_path):
+    (tmp_path / "reason").write_text("stale\n")
+    done = gate(tmp_path, TINY | {"gpus": 1, "peakTflopsBf16": 1e6}, "--devices", "cpu")
+    assert done.returncode == 1
+    found = report(tmp_path)
+    matmul = next(c for c in found["checks"] if c["check"] == "matmul")
+    assert not found["ok"] and not matmul["ok"] and matmul["threshold"] == pytest.approx(1e6 * 0.75 * 0.8)
+    reason = (tmp_path / "reason").read_text().strip()
+    assert re.fullmatch(r"matmul:cpu0=[0-9.e-]+:min=600000", reason), reason
+    assert "FAILED matmul cpu0" in done.stderr and "Traceback" not in done.stderr
+    metrics = (tmp_path / "gate.prom").read_text()
+    assert 'gpufleet_health_check_ok{kind="gate",check="matmul",subject="cpu0"} 0' in metrics
+
+
+FAKE_SMI = """#!/bin/sh
+case "$*" in
+  *--query-remapped-rows*) echo "00000000:18:00.0, No, No" ;;
+  *pcie.link*) echo "0, 5, 5, 8, 16, 0x0000000000000004, 1755, 1980" ;;
+  *ecc.errors*) echo "0, 00000000:18:00.0, 0, [N/A]" ;;
+  *) exit 2 ;;
+esac
+"""
+
+
+def test_a_gpu_at_x8_fails_the_gate_through_nvidia_smi(tmp_path):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for name, text in (("nvidia-smi", FAKE_SMI), ("dmesg", "#!/bin/sh\necho '[ 1.0] Linux version'\n")):
+        (fake / name).write_text(text)
+        (fake / name).chmod(0o755)
+    done = gate(tmp_path, TINY | {"gpus": 1}, "--devices", "cpu", path=f"{fake}:{Path(sys.executable).parent}:/bin")
+    assert done.returncode == 1, done.stderr
+    rows = {(c["check"], c["subject"]): c for c in report(tmp_path)["checks"]}
+    assert [k for k, c in rows.items() if not c["ok"]] == [("pcie-width", "gpu0")]
+    assert rows[("pcie-gen", "gpu0")]["ok"] and rows[("clocks", "gpu0")]["ok"] and rows[("xid", "gpu0")]["ok"]
+    assert (tmp_path / "reason").read_text().strip() == "pcie-width:gpu0=8:min=16"
+
+
+@pytest.mark.parametrize(("config", "words"), [("{", "not JSON"), ('{"row": 3}', "needs a 'row' object"),
+                                               ('{"row": {}, "level": "max"}', "'level' must be one of light, deep")])
+def test_a_bad_config_exits_2_and_names_it(tmp_path, config, words):
+    path = tmp_path / "health.json"
+    path.write_text(config)
+    done = subprocess.run([sys.executable, "-m", "health", "--config", str(path), "--devices", "cpu"], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "cloud-init")}, capture_output=True, text=True)
+    assert done.returncode == 2 and words in done.stderr and str(path) in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_node_without_the_promised_gpus_fails_and_checks_nothing_else(tmp_path):
+    done = gate(tmp_path, {"gpus": 8}, "--devices", "cuda")
+    assert done.returncode == 1
+    assert (tmp_path / "reason").read_text().strip() == "gpus:node=0:min=8"
+
+
+def test_the_metrics_are_node_exporter_textfile_format():
+    rows = [Check("matmul", 'gpu"0', 700.5, "TFLOP/s", 593.4, ">=", True), Check("dcgm", "level1", None, "", None,
+                                                                                "skip", True)]
+    text = prometheus(Report("gate", "ip-10-0-0-1", "deep", False, 1.7e9, 42.5, rows))
+    families = []
+    for line in text.splitlines():
+        if line.startswith("# TYPE"):
+            families.append(line.split()[2])
+            assert line.endswith(" gauge")
+        elif not line.startswith("# HELP"):
+            name, labels, value = SAMPLE.match(line).groups()
+            assert name == families[-1] and float(value) == float(value)
+    assert len(families) == len(set(families)) == 6
+    assert 'subject="gpu\\"0",unit="TFLOP/s"} 700.5' in text and "gpufleet_health_timestamp_seconds" in text
+    assert 'check="dcgm"' in text and text.count('check="dcgm"') == 1, "a skipped row has no figure, only its verdict"

@@ -1,0 +1,87 @@
+"""The gate's thresholds from real catalog rows, and each decision a row makes: a GPU at 60% of its clock or sharing
+its time fails, a healthy card that varies by a few percent passes, an outlier among the node's GPUs fails."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cloud-init"))
+
+from health import matmul, memory
+from health.result import judge
+from health.thresholds import limits, with_peers
+
+from components.catalog import lookup
+
+
+def row(cloud: str, name: str, **measured) -> dict:
+    """A catalog row as the plan renders it for the node (the catalog's own field names)."""
+    return lookup(cloud, name).model_dump(by_alias=True) | measured
+
+
+H200 = row("aws", "p5en.48xlarge")
+HEALTHY_H200_TFLOPS = 740.0  # what this repository measured a power-capped H200 sustain (benchmarks/TRAINING.md)
+
+
+def test_an_h200_row_sets_the_matmul_and_allreduce_thresholds():
+    found = limits(H200)
+    assert found.gpus == 8 and found.nvswitch and found.fabric == "efa" and found.fabric_devices == 16
+    assert found.matmul_tflops == pytest.approx(593.4)
+    assert found.allreduce_busbw_gbs == pytest.approx(336.0)
+    assert (found.hbm_gbs, found.p2p_gbs, found.cross_node_busbw_gbs) == (None, None, None)
+
+
+def test_a_healthy_h200_passes_and_a_slowed_one_fails_the_matmul_check():
+    threshold = limits(H200).matmul_tflops
+    assert judge("matmul", "gpu0", 0.96 * HEALTHY_H200_TFLOPS, "TFLOP/s", threshold).ok, "a card 4% slower passes"
+    assert not judge("matmul", "gpu0", 0.6 * HEALTHY_H200_TFLOPS, "TFLOP/s", threshold).ok, "60% of its clock fails"
+    assert not judge("matmul", "gpu0", 0.5 * HEALTHY_H200_TFLOPS, "TFLOP/s", threshold).ok, "half its time fails"
+
+
+def test_measured_figures_replace_the_datasheet_estimate():
+    measured = limits(H200 | {"measuredMatmulTflops": 700, "measuredHbmGbs": 4300, "measuredP2pGbs": 370,
+                              "crossNodeBusbwGbs": 400})  # fmt: skip
+    assert measured.matmul_tflops == pytest.approx(560.0)
+    assert measured.hbm_gbs == pytest.approx(3440.0) and measured.p2p_gbs == pytest.approx(296.0)
+    assert measured.cross_node_busbw_gbs == pytest.approx(280.0)
+
+
+def test_rows_without_figures_judge_nothing_they_cannot():
+    single = limits(row("aws", "g4dn.xlarge"))
+    assert single.gpus == 1 and single.allreduce_busbw_gbs is None, "one GPU: no all-reduce"
+    assert limits({"gpus": 1, "busbwBaselineGbs": 100}).allreduce_busbw_gbs is None, "even with a baseline"
+    local = limits(row("local", "cpu"))
+    assert local.gpus == 0 and local.matmul_tflops is None and not local.nvswitch
+
+
+def test_the_node_median_catches_an_outlier_the_catalog_would_pass():
+    figures = {f"gpu{i}": 720.0 + i for i in range(7)} | {"gpu7": 610.0}  # above 593 but 15% below its peers
+    rows = matmul.checks(figures, limits(H200).matmul_tflops, 8192)
+    assert [r.subject for r in rows if not r.ok] == ["gpu7"]
+    assert rows[0].threshold == pytest.approx(0.85 * 722.5) and "node median" in rows[0].detail
+    alone = matmul.checks(figures, limits(H200).matmul_tflops, 8192, peers=False)
+    assert all(r.ok for r in alone) and alone[0].threshold == pytest.approx(593.4)
+
+
+def test_the_catalog_threshold_wins_when_every_gpu_is_slow():
+    figures = {f"gpu{i}": 500.0 for i in range(8)}
+    limit, source = with_peers(figures, limits(H200).matmul_tflops)
+    assert limit == pytest.approx(593.4) and source == "catalog"
+    assert not any(r.ok for r in matmul.checks(figures, limits(H200).matmul_tflops, 8192))
+
+
+def test_a_pair_whose_nvlink_is_down_fails_the_p2p_check_without_a_catalog_figure():
+    figures = {f"gpu0->gpu{j}": 370.0 for j in range(1, 8)} | {"gpu3->gpu5": 24.0}
+    rows = memory.checks("p2p", figures, None, "copy")
+    assert [r.subject for r in rows if not r.ok] == ["gpu3->gpu5"]
+
+
+def test_a_figure_equal_to_its_threshold_passes():
+    assert judge("hbm", "gpu0", 100.0, "GB/s", 100.0).ok
+    assert not judge("hbm", "gpu0", 99.99, "GB/s", 100.0).ok
+    assert judge("ecc", "gpu0", 0.0, "errors", 0.0, "<=").ok and not judge("ecc", "gpu0", 1.0, "errors", 0.0, "<=").ok
+    assert not judge("matmul", "gpu0", None, "TFLOP/s", None).ok, "a figure that could not be measured fails"
+    assert judge("matmul", "gpu0", 1.0, "TFLOP/s", None).ok, "no threshold: reported, not judged"

@@ -1,0 +1,140 @@
+"""The AWS fixes of issue 20 on every shipped stack: pinned template versions, a deliberate head replacement, workers
+that drain through a lifecycle hook, a GPU metric the nodes publish, the permissions the node scripts use (scoped to
+the cluster) and Session Manager instead of an SSH port nobody can reach."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from stack_preview import preview_stack
+
+from components.aws.compute import GPU_METRIC
+from components.aws.iam import SESSION_MANAGER
+from components.plan.lifecycle import DRAIN_HOOK, DRAIN_TIMEOUT_S, HEAD_REPLACEMENT
+from fleet.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+STACKS = sorted((ROOT / "stacks").glob("Pulumi.aws-*.yaml"))
+# What an AWS node runs: the cloud-neutral scripts and the AWS adapter they call.
+NODE_SCRIPTS = [*sorted((ROOT / "cloud-init/bin").iterdir()), ROOT / "cloud-init/clouds/aws.sh"]
+# `aws s3 cp/sync` in both directions: what S3 authorises them by.
+S3_ACTIONS = {"s3:GetObject", "s3:PutObject", "s3:ListBucket"}
+
+
+@pytest.fixture(scope="module", params=STACKS, ids=lambda p: p.stem.removeprefix("Pulumi."))
+def stack(request):
+    spec, plan, preview = preview_stack(request.param)
+    return spec, plan, preview.resources, preview.outputs
+
+
+def one(resources, token):
+    found = [r for r in resources if r["type"] == token]
+    assert len(found) == 1, token
+    return found[0]
+
+
+def node_policy(resources):
+    return json.loads(one(resources, "aws:iam/rolePolicy:RolePolicy")["inputs"]["policy"])
+
+
+def test_head_and_workers_use_the_templates_pinned_latest_version(stack):
+    _, _, resources, _ = stack
+    head = one(resources, "aws:ec2/instance:Instance")["inputs"]["launchTemplate"]
+    group = one(resources, "aws:autoscaling/group:Group")["inputs"]
+    spec = (group["mixedInstancesPolicy"]["launchTemplate"]["launchTemplateSpecification"]
+            if "mixedInstancesPolicy" in group else group["launchTemplate"])
+    # The mocks' templates are at version 1: a number, where "$Latest" would start no refresh.
+    assert head["version"] == spec["version"] == "1"
+    assert group["instanceRefresh"]["strategy"] == "Rolling"
+
+
+def test_the_head_is_deleted_before_it_is_replaced_and_the_preview_says_so(stack):
+    _, plan, resources, outputs = stack
+    assert plan.lifecycle.head_replacement == HEAD_REPLACEMENT, "the AWS profile says its head is replaced"
+    assert one(resources, "aws:ec2/instance:Instance")["options"]["deleteBeforeReplace"] is True
+    assert outputs["headReplacement"] == HEAD_REPLACEMENT
+    assert "deleted first" in HEAD_REPLACEMENT and "checkpoint" in HEAD_REPLACEMENT
+
+
+def test_workers_drain_through_a_termination_hook_the_spot_watcher_completes(stack):
+    _, plan, resources, _ = stack
+    assert (plan.lifecycle.drain.hook, plan.lifecycle.drain.timeout_s) == (DRAIN_HOOK, DRAIN_TIMEOUT_S)
+    group = one(resources, "aws:autoscaling/group:Group")
+    hook = one(resources, "aws:autoscaling/lifecycleHook:LifecycleHook")["inputs"]
+    assert hook == {"name": DRAIN_HOOK, "autoscalingGroupName": group["name"],
+                    "lifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING",
+                    "heartbeatTimeout": DRAIN_TIMEOUT_S, "defaultResult": "CONTINUE"}
+    watcher = (ROOT / "cloud-init/bin/gpufleet-spot").read_text()
+    assert f'DRAIN_HOOK="${{GF_DRAIN_HOOK:-{DRAIN_HOOK}}}"' in watcher
+
+
+def test_gpu_scaling_uses_the_series_the_nodes_publish(stack):
+    spec, plan, resources, _ = stack
+    policies = [r for r in resources if r["type"] == "aws:autoscaling/policy:Policy"]
+    if spec.autoscaling.gpu_util_target is None:
+        pytest.skip("stack does not scale on GPU utilisation")
+    metric = policies[0]["inputs"]["targetTrackingConfiguration"]["customizedMetricSpecification"]
+    assert metric["metricDimensions"] == [{"name": "Cluster", "value": plan.name}]
+    assert (metric["namespace"], metric["metricName"], metric["unit"]) == (
+        GPU_METRIC["namespace"], GPU_METRIC["metric_name"], GPU_METRIC["unit"])
+    statement = next(s for s in node_policy(resources)["Statement"] if "cloudwatch:PutMetricData" in s["Action"])
+    assert statement["Condition"] == {"StringEquals": {"cloudwatch:namespace": metric["namespace"]}}
+
+
+def _script_actions() -> set[str]:
+    """Every AWS CLI call in the node scripts, as the IAM action that authorises it."""
+    actions = set()
+    for script in NODE_SCRIPTS:
+        for service, operation in re.findall(r"\baws (s3|ec2|autoscaling|cloudwatch|ssm) ([a-z][a-z0-9-]*)",
+                                             script.read_text()):
+            if service == "s3":
+                actions |= S3_ACTIONS
+            else:
+                actions.add(f"{service}:" + "".join(word.capitalize() for word in operation.split("-")))
+    return actions
+
+
+def test_the_role_allows_exactly_the_calls_the_node_scripts_make(stack):
+    _, _, resources, _ = stack
+    allowed = {action for s in node_policy(resources)["Statement"] for action in s["Action"]}
+    used = _script_actions()
+    assert {"ec2:DescribeInstances", "autoscaling:CompleteLifecycleAction", "cloudwatch:PutMetricData"} <= used
+    assert used <= allowed, f"missing: {sorted(used - allowed)}"
+    # s3:DeleteObject: `gpufleet-store` syncs; Session Manager: the agent's own calls, not a script's.
+    assert allowed - used == {"s3:DeleteObject", *SESSION_MANAGER}, "nothing the nodes do not call"
+
+
+def test_every_write_is_scoped_to_the_cluster(stack):
+    _, plan, resources, _ = stack
+    for statement in node_policy(resources)["Statement"]:
+        writes = [a for a in statement["Action"] if not a.split(":")[1].startswith(("Describe", "List"))
+                  and a not in SESSION_MANAGER]
+        if not writes:
+            continue
+        scoped = statement["Resource"] != ["*"] or json.dumps(statement.get("Condition", {})) in (
+            json.dumps({"StringEquals": {"aws:ResourceTag/gpufleet:cluster": plan.name}}),
+            json.dumps({"StringEquals": {"autoscaling:ResourceTag/gpufleet:cluster": plan.name}}),
+            json.dumps({"StringEquals": {"cloudwatch:namespace": "gpufleet"}}))
+        assert scoped, statement
+
+
+def test_session_manager_is_the_way_in_and_no_port_22(stack):
+    _, _, resources, _ = stack
+    statement = next(s for s in node_policy(resources)["Statement"] if s["Sid"] == "SessionManager")
+    assert statement["Action"] == SESSION_MANAGER
+    ingress = [r["inputs"] for r in resources if r["type"].startswith("aws:vpc/securityGroupIngressRule:")]
+    assert all("cidrIpv4" not in r for r in ingress), "no network outside the cluster reaches the nodes"
+    # The agent dials out: HTTPS to the internet, through the NAT gateway.
+    egress = [r["inputs"] for r in resources if r["type"].startswith("aws:vpc/securityGroupEgressRule:")]
+    assert any(r.get("fromPort") == 443 and r.get("cidrIpv4") == "0.0.0.0/0" for r in egress)
+    assert [r["type"] for r in resources].count("aws:ec2/natGateway:NatGateway") == 1
+
+
+def test_ssh_cidrs_are_refused_on_aws_with_the_session_manager_way(write_stack, aws_cluster, capsys):
+    path = write_stack({**aws_cluster, "network": {"sshCidrs": ["203.0.113.0/24"]}})
+    assert main(["plan", "--stack-file", str(path)]) == 2
+    error = capsys.readouterr().err
+    assert "gpufleet:cluster.network.sshCidrs" in error and "aws ssm start-session" in error
