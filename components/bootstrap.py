@@ -69,6 +69,9 @@ class NodeBootstrap:
     code_uri: str  # the training code bundle (tar.gz of training/) named by its hash
     code_sha256: str  # the bundle's hash (a change rolls the nodes because user-data changes)
     spot: bool  # this role may run on spot/preemptible capacity -> start the spot watcher
+    # The worker group's termination hook (LifecyclePlan.drain): the spot watcher runs on every such worker and
+    # completes the hook once the checkpoint is in the bucket; "" = none.
+    drain_hook: str
     spot_notice_url: str  # the cloud's spot notice endpoint (CloudProfile); local: a fake endpoint URL
     metadata_url: str  # the cloud's instance metadata root, ".../latest/meta-data"
     imds_token_url: str  # metadata session token URL where the cloud requires a token; "" = plain GETs
@@ -142,6 +145,7 @@ def node_env(node: NodeBootstrap) -> str:
         "bundle_fetch_tries": BUNDLE_FETCH_TRIES,
         "bundle_fetch_wait_s": BUNDLE_FETCH_WAIT_S,
         "spot": node.spot,
+        "drain_hook": node.drain_hook,
         "spot_notice_url": node.spot_notice_url,
         "spot_poll_s": SPOT_POLL_S,
         "spot_grace_s": SPOT_GRACE_S,
@@ -198,7 +202,7 @@ def _units(node: NodeBootstrap) -> list[str]:
         "gpufleet-ckpt-sync.service",
         "gpufleet-monitor.service",
     ]
-    if node.spot:
+    if node.spot or node.drain_hook:
         units.append("gpufleet-spot.service")
     if node.role == "head":
         units += ["gpufleet-discover.service", "gpufleet-discover.timer"]

@@ -36,3 +36,9 @@ cloud_install_fabric() { # the fabric's driver stack, when the probe finds no de
   curl -fsSLo /tmp/erdma_setup.sh http://mirrors.cloud.aliyuncs.com/erdma/env_setup.sh
   bash /tmp/erdma_setup.sh --egs
 }
+
+cloud_group_leaving() { return 1; } # no termination hook on its groups: only the spot notice says a node goes
+
+cloud_complete_drain() { return 0; }
+
+cloud_publish_gpu_util() { return 0; } # no scaling on GPU utilisation here

@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # The node scripts' AWS adapter, sourced by gpufleet-lib.sh as gpufleet-cloud.sh: S3 through the aws CLI, the
-# scaling group's own unhealthy path, nodes found by their gpufleet:cluster tag, the EFA installer. The instance
-# role supplies every credential.
+# scaling group's own unhealthy path, nodes found by their gpufleet:cluster tag, the EFA installer, the group's
+# termination hook (target lifecycle state, complete-lifecycle-action) and the CloudWatch GPU series. The instance
+# role supplies every credential, and allows exactly these calls (components/aws/iam.py).
 
 cloud_copy() { # SRC DST RECURSIVE(0|1): exactly one side is an s3:// URI
   case "$1$2" in *s3://*) ;; *) die "unsupported URI: $1 $2" ;; esac
@@ -27,4 +28,25 @@ cloud_install_fabric() { # the fabric's driver stack, when the probe finds no de
   log "EFA missing: running the EFA installer"
   curl -fsSL https://efa-installer.amazonaws.com/aws-efa-installer-latest.tar.gz | tar -xz -C /tmp
   (cd /tmp/aws-efa-installer && ./efa_installer.sh -y)
+}
+
+cloud_group_leaving() { # prints the state and succeeds while the scaling group is taking this node away
+  local state
+  state="$(meta "$GF_METADATA_URL/autoscaling/target-lifecycle-state" 2>/dev/null)" && [ "$state" = Terminated ] \
+    && printf '%s\n' "$state"
+}
+
+cloud_complete_drain() { # HOOK: lets the group's termination go on now that the checkpoint is in the bucket
+  local id group
+  id="$(meta "$GF_METADATA_URL/instance-id")"
+  group="$(aws autoscaling describe-auto-scaling-instances --region "$GF_REGION" --instance-ids "$id" \
+    --query 'AutoScalingInstances[0].AutoScalingGroupName' --output text)"
+  aws autoscaling complete-lifecycle-action --region "$GF_REGION" --auto-scaling-group-name "$group" \
+    --lifecycle-hook-name "$1" --instance-id "$id" --lifecycle-action-result CONTINUE
+  log "completed $1 for $id in $group"
+}
+
+cloud_publish_gpu_util() { # PERCENT: the cluster's one series, which the worker group's target tracking reads
+  aws cloudwatch put-metric-data --region "$GF_REGION" --namespace gpufleet --metric-name GPUUtilization \
+    --dimensions "Cluster=$GF_CLUSTER" --unit Percent --value "$1"
 }

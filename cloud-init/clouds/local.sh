@@ -31,3 +31,9 @@ cloud_mark_unhealthy() { return 0; } # the health metric is the report
 cloud_addresses() { return 0; }
 
 cloud_install_fabric() { return 0; }
+
+cloud_group_leaving() { return 1; } # no termination hook on its groups: only the spot notice says a node goes
+
+cloud_complete_drain() { return 0; }
+
+cloud_publish_gpu_util() { return 0; } # no scaling on GPU utilisation here

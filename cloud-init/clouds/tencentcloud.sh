@@ -22,3 +22,9 @@ cloud_addresses() { # the private addresses of the cluster's running nodes, one 
 }
 
 cloud_install_fabric() { return 0; }
+
+cloud_group_leaving() { return 1; } # no termination hook on its groups: only the spot notice says a node goes
+
+cloud_complete_drain() { return 0; }
+
+cloud_publish_gpu_util() { return 0; } # no scaling on GPU utilisation here

@@ -21,6 +21,7 @@ from components.plan.model import (
     WORKER,
     ClusterPlan,
     ImagePlan,
+    LifecyclePlan,
     MarketPlan,
     RolePlan,
     ScalingPlan,
@@ -90,13 +91,15 @@ def _job(spec: ClusterSpec, row: catalog.InstanceType) -> dict:
 
 
 def _role(cloud: CloudProfile, row: catalog.InstanceType, role: str, name: str, spec: ClusterSpec, job: Job,
-          market: MarketPlan, tags: tuple[tuple[str, str], ...], **shared) -> RolePlan:
+          market: MarketPlan, lifecycle: LifecyclePlan, tags: tuple[tuple[str, str], ...], **shared) -> RolePlan:
     spot = role == WORKER and market.uses_spot
+    # Workers are the group's to take away: each one completes the group's termination hook once it has checkpointed.
+    drain_hook = lifecycle.drain.hook if role == WORKER and lifecycle.drain else ""
     command = node_command(job, role)
     return RolePlan(role=role, spot=spot, tags=(*tags, (ROLE_TAG, role)), command=command,
                     user_data=role_user_data(cloud, row, role=role, name=name, region=spec.region, command=command,
                                              rendezvous_port=job.rendezvous_port, port_range=spec.network.port_range,
-                                             spot=spot, **shared))
+                                             spot=spot, drain_hook=drain_hook, **shared))
 
 
 def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None) -> ClusterPlan:
@@ -123,12 +126,13 @@ def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None) -> Clu
                              spec.network.ssh_cidrs, spec.network.allow_internet)
     tags = (("gpufleet:cluster", name), ("gpufleet:stack", stack), ("managed-by", "gpufleet"),
             *sorted(spec.tags.items()))
-    head, worker = (_role(cloud, row, role, name, spec, job, market, tags, fabric=fabric, network=network,
+    lifecycle = plan_lifecycle(cloud.lifecycle, market, spec.autoscaling.standby)
+    head, worker = (_role(cloud, row, role, name, spec, job, market, lifecycle, tags, fabric=fabric, network=network,
                           storage=storage, image=image) for role in ROLES)
     return ClusterPlan(
         name=name, stack=stack, cloud=spec.cloud, region=spec.region, zone=spec.zone, instance=row, image=image,
         network=network, firewall=firewall, fabric=fabric, placements=placements, market=market, scaling=scaling,
         workers=cloud.worker_groups(scaling, market, placements),
-        lifecycle=plan_lifecycle(cloud.lifecycle, market, spec.autoscaling.standby), storage=storage, head=head,
+        lifecycle=lifecycle, storage=storage, head=head,
         worker=worker, ranks_per_node=ranks, cost=plan_cost(cloud, row.price_usd_per_hour, market, scaling),
         tags=tags)

@@ -83,12 +83,15 @@ def aws_cli(tmp_path):
     return tmp_path / "test/aws-calls"
 
 
-def test_a_worker_the_group_terminates_checkpoints_then_completes_the_hook(local_node, aws_cli, tmp_path):  # noqa: F811
+@pytest.mark.parametrize("spot", [True, False], ids=["spot", "on-demand"])
+def test_a_worker_the_group_terminates_checkpoints_then_completes_the_hook(local_node, aws_cli, tmp_path,  # noqa: F811
+                                                                          spot):
     server = _server(type("Handler", (Imds,), {"ready": tmp_path / "test/worker-ready"}))
     url = f"http://127.0.0.1:{server.server_port}"
     try:
-        root, entry, env, _ = local_node(role="worker", cloud="aws", region="us-east-1", spot=True,
-                                         checkpoint_uri=BUCKET, metadata_url=f"{url}/latest/meta-data",
+        root, entry, env, _ = local_node(role="worker", cloud="aws", region="us-east-1", spot=spot,
+                                         drain_hook=DRAIN_HOOK, checkpoint_uri=BUCKET,
+                                         metadata_url=f"{url}/latest/meta-data",
                                          spot_notice_url=f"{url}/latest/meta-data/spot/instance-action",
                                          imds_token_url=f"{url}/latest/api/token", imds_token_header=TOKEN_HEADER,
                                          spot_poll_s=0.2)

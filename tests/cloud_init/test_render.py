@@ -18,6 +18,7 @@ from components.bundle import source_files
 from components.clouds import CLOUDS
 from components.local.cloudconfig import document
 from components.paths import PROJECT_ROOT
+from components.plan.lifecycle import DRAIN_HOOK
 from components.realizers.encoding import gzip_base64
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -105,7 +106,13 @@ def test_cloud_nodes_install_the_bundle_then_enable_their_units_and_local_nodes_
     assert "gpufleet-discover.service" not in enable, "the timer starts it"
     assert "gpufleet-spot.service" not in enable, "the head is never spot"
     assert "gpufleet-spot.service" in yaml.safe_load(user_data("aws-p5-worker"))["runcmd"][-1]
-    assert "gpufleet-spot.service" not in yaml.safe_load(user_data("aws-p4d-capacity-block-worker"))["runcmd"][-1]
+    # No spot in a Capacity Block, but its group's termination hook waits for the watcher to checkpoint.
+    block = files_of(user_data("aws-p4d-capacity-block-worker"))["/etc/gpufleet/node.env"]
+    assert "GF_SPOT='0'" in block and f"GF_DRAIN_HOOK='{DRAIN_HOOK}'" in block
+    assert "gpufleet-spot.service" in yaml.safe_load(user_data("aws-p4d-capacity-block-worker"))["runcmd"][-1]
+    assert "GF_DRAIN_HOOK=''" in files_of(user_data("aws-p5-head"))["/etc/gpufleet/node.env"], "the head is no group's"
+    for case in ("ali-erdma-worker", "tencent-hcc-worker"):
+        assert "gpufleet-spot.service" not in yaml.safe_load(user_data(case))["runcmd"][-1], case
     assert "runcmd" not in yaml.safe_load(user_data("local-head"))
 
 

@@ -67,8 +67,9 @@ def test_workers_drain_through_a_termination_hook_the_spot_watcher_completes(sta
     assert hook == {"name": DRAIN_HOOK, "autoscalingGroupName": group["name"],
                     "lifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING",
                     "heartbeatTimeout": DRAIN_TIMEOUT_S, "defaultResult": "CONTINUE"}
-    watcher = (ROOT / "cloud-init/bin/gpufleet-spot").read_text()
-    assert f'DRAIN_HOOK="${{GF_DRAIN_HOOK:-{DRAIN_HOOK}}}"' in watcher
+    # Every worker (spot or not) is told the hook and runs the watcher that completes it; the head is no group's.
+    assert f"GF_DRAIN_HOOK='{DRAIN_HOOK}'" in plan.worker.user_data and "gpufleet-spot.service" in plan.worker.user_data
+    assert "GF_DRAIN_HOOK=''" in plan.head.user_data
 
 
 def test_gpu_scaling_uses_the_series_the_nodes_publish(stack):
