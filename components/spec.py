@@ -273,12 +273,14 @@ def parse_spec(raw: Any, region: str, stack: str) -> ClusterSpec:
         data["name"] = cluster_name(stack)
     refused: list[Problem] = []
     if written_region is not None:
+        own = CLOUDS[raw["cloud"]].region_key if raw.get("cloud") in CLOUDS else None
+        keys = [own] if own else [cloud.region_key for cloud in CLOUDS.values() if cloud.region_key]
         refused.append(Problem(f"{CLUSTER_KEY}.region", f"is not a cluster setting: the region is the provider's "
-                               f"own config key (e.g. aws:region), so {written_region!r} here would be ignored.",
-                               "move it to config as <cloud>:region (aws:region, alicloud:region or "
-                               "tencentcloud:region) and remove it here."))
+                               f"own config key (e.g. {keys[0]}), so {written_region!r} here would be ignored.",
+                               f"move it to config as {' or '.join(keys)} and remove it here."))
     if isinstance(data.get("job"), dict):
-        data["job"], refused = refused_settings(data["job"])
+        data["job"], job_refused = refused_settings(data["job"])
+        refused += job_refused
     try:
         spec = ClusterSpec.model_validate(data)
     except ValidationError as error:

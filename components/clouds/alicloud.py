@@ -7,11 +7,35 @@ LowLatency deployment set; workers, spot or not, are placed by zone (one vSwitch
 
 from __future__ import annotations
 
+import re
+from ipaddress import IPv4Network
 from types import MappingProxyType
 
 from components.clouds.base import CAPACITY_BLOCK, WARM_POOL, AutoImage, CloudProfile, ImageQuery
+from components.limits import ON_CLOUDS, CloudLimits, TagRules
 from components.plan.model import HEAD, PlacementPlan
 from components.plan.placement import PlacementAsk
+
+_OSS_TAG = re.compile(r"^[A-Za-z0-9 +\-=._:/]*$")
+# docs/cloud-facts.md#alibaba-limits, docs/cloud-facts.md#alibaba-names
+LIMITS = CloudLimits(
+    vpc_prefixes=(8, 28),
+    subnet_prefixes=(16, 29),
+    subnet_reserved=4,
+    vpc_refused=(*ON_CLOUDS,
+                 (IPv4Network("100.64.0.0/10"), "100.64.0.0/10, which Alibaba Cloud keeps for its own services (the "
+                                                "metadata service 100.100.100.200 is in it)")),
+    group_max=2000,
+    vpc_instances_max=15000,
+    tags=TagRules(max_tags=20, key_max=64, value_max=128, key_chars=_OSS_TAG, value_chars=_OSS_TAG,
+                  reserved_key_prefixes=("aliyun", "acs:"), reserved_value_prefixes=("acs:",),
+                  forbidden_substrings=("http://", "https://"),
+                  chars_hint="letters, digits, spaces and + - = . _ : / (OSS bucket tags allow no others)"),
+    reservation_id=re.compile(r"^(crp|eap)-[a-z0-9]+$"),
+    reservation_example="crp-bp67acfmxazb4ph6xxxx",
+    reservation_hint="the elasticity assurance or capacity reservation id the ECS console shows",
+    subnet_word="vSwitch",
+)
 
 
 def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
@@ -24,11 +48,13 @@ def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
 
 ALICLOUD = CloudProfile(
     name="alicloud",
+    title="Alibaba Cloud",
     region_key="alicloud:region",
     fabrics=frozenset({"erdma", "tcp"}),
     mtu=MappingProxyType({"erdma": 8500, "tcp": 1500}),
     bucket_scheme="oss",
     spot_notice_url="http://100.100.100.200/latest/meta-data/instance/spot/termination-time",
+    limits=LIMITS,
     metadata_url="http://100.100.100.200/latest/meta-data",
     # Token GETs work on every ECS instance; the head's hardened metadata (http_tokens required) answers no other.
     imds_token_url="http://100.100.100.200/latest/api/token",

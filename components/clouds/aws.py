@@ -3,12 +3,14 @@ how AWS places nodes."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from components.clouds.base import AutoImage, CloudProfile
 from components.errors import Problem
+from components.limits import ON_CLOUDS, CloudLimits, TagRules
 from components.plan.lifecycle import DRAIN, HEAD_REPLACED, HEALTH_GRACE, REBALANCE, REFRESH
 from components.plan.model import ROLES, PlacementPlan
 from components.plan.placement import PlacementAsk
@@ -20,6 +22,28 @@ if TYPE_CHECKING:
 # A (rack) spread placement group holds at most seven running instances per zone
 # (docs/cloud-facts.md#aws-placement-groups).
 SPREAD_MAX_PER_ZONE = 7
+
+_TAG_VALUE = re.compile(r"^[\w\s+\-=.:/@]*$")
+# Instance tags are in the instance metadata (the launch template enables it), which narrows keys further.
+_TAG_KEY = re.compile(r"^[A-Za-z0-9+\-=._:@]+$")
+# docs/cloud-facts.md#aws-limits, docs/cloud-facts.md#aws-names
+LIMITS = CloudLimits(
+    vpc_prefixes=(16, 28),
+    subnet_prefixes=(16, 28),
+    subnet_reserved=5,
+    vpc_refused=ON_CLOUDS,
+    tags=TagRules(max_tags=50, key_max=127, value_max=256, key_chars=_TAG_KEY, value_chars=_TAG_VALUE,
+                  reserved_key_prefixes=("aws:",), reserved_value_prefixes=("aws:",), key_not=(".", "..", "_index"),
+                  chars_hint="keys: letters, digits and + - = . _ : @ (no spaces or /, as instance tags in the "
+                             "instance metadata need); values: letters, digits, spaces and + - = . _ : / @"),
+    reservation_id=re.compile(r"^cr-[0-9a-f]{17}$"),
+    reservation_example="cr-0123456789abcdef0",
+    reservation_hint="`aws ec2 describe-capacity-reservations` lists them",
+    bucket_dots=True,
+    bucket_reserved_prefixes=("xn--", "sthree-", "amzn-s3-demo-"),
+    bucket_reserved_suffixes=("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"),
+    own_tag_keys=("name",),  # Name, set per resource
+)
 
 
 def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
@@ -53,11 +77,13 @@ def no_ssh(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
 
 AWS = CloudProfile(
     name="aws",
+    title="AWS",
     region_key="aws:region",
     fabrics=frozenset({"efa", "tcp"}),
     mtu=MappingProxyType({"efa": 9001, "tcp": 9001}),
     bucket_scheme="s3",
     spot_notice_url="http://169.254.169.254/latest/meta-data/spot/instance-action",
+    limits=LIMITS,
     metadata_url="http://169.254.169.254/latest/meta-data",
     imds_token_url="http://169.254.169.254/latest/api/token",
     imds_token_header="X-aws-ec2-metadata-token",

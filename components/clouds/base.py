@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from components.limits import CloudLimits
 from components.plan.model import MarketPlan, PlacementPlan, ScalingPlan, WorkerGroupPlan
 from components.plan.workers import mixed_group
 
@@ -65,11 +66,14 @@ class CloudProfile:
     """Facts of one cloud that decide a plan: fabrics, endpoints, MTUs, limits and unsupported features."""
 
     name: str
+    title: str  # the cloud's own name for itself, as messages say it ("Alibaba Cloud")
     region_key: str | None
     fabrics: frozenset[str]
     mtu: Mapping[str, int]
     bucket_scheme: str
     spot_notice_url: str
+    # What it accepts for the names, networks and sizes a stack sets (components.names, components.networks).
+    limits: CloudLimits
     metadata_url: str = ""  # instance metadata root (".../latest/meta-data") the node scripts read
     # Session token for metadata GETs where the cloud requires one: PUT to the URL with "<header>-ttl-seconds",
     # then send "<header>: <token>" (AWS IMDSv2, Alibaba's hardened mode); "" = plain GETs.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from components.clouds.base import CAPACITY_BLOCK, GPU_UTIL_SCALING, RESERVATION, WARM_POOL, AutoImage, CloudProfile
+from components.limits import NOT_UNICAST, CloudLimits
 from components.plan.model import INSTANCES, MarketPlan, PlacementPlan, ScalingPlan
 from components.plan.placement import PlacementAsk
 from components.plan.workers import per_market
@@ -21,11 +22,18 @@ def worker_groups(scaling: ScalingPlan, market: MarketPlan, placements: tuple[Pl
 
 LOCAL = CloudProfile(
     name="local",
+    title="the local cloud",
     region_key=None,
     fabrics=frozenset({"tcp"}),
     mtu=MappingProxyType({"tcp": 1500}),
     bucket_scheme="file",
     spot_notice_url="http://{metadata}/latest/meta-data/spot/instance-action",
+    limits=CloudLimits(
+        vpc_prefixes=(8, 28),
+        subnet_prefixes=(8, 29),
+        subnet_reserved=2,  # network and broadcast address of a Linux bridge's subnet
+        vpc_refused=NOT_UNICAST,
+    ),
     metadata_url="http://{metadata}/latest/meta-data",
     spot_strategies=MappingProxyType({"price-capacity-optimized": "emulated"}),
     unsupported=MappingProxyType({

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from ipaddress import IPv4Network
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ from components.clouds.base import (
     ImageQuery,
 )
 from components.errors import Problem
+from components.limits import ON_CLOUDS, CloudLimits, TagRules
 from components.plan.model import INSTANCES, ROLES, SCALING_GROUP, WORKER, MarketPlan, PlacementPlan, ScalingPlan
 from components.plan.placement import PlacementAsk
 from components.plan.workers import per_market
@@ -36,8 +38,24 @@ if TYPE_CHECKING:
 
 # COS bucket names end in the account's APPID: <name>-<appid>.
 BUCKET_WITH_APPID = re.compile(r"^[a-z0-9-]+-(\d{6,})$")
-# <name>-<appid>.cos.<region>.myqcloud.com is at most 60 characters (docs/cloud-facts.md#tencent-names).
-COS_DOMAIN_MAX = 60
+_TAG = re.compile(r"^[\w +\-=.:/@]*$")
+# docs/cloud-facts.md#tencent-limits, docs/cloud-facts.md#tencent-names
+LIMITS = CloudLimits(
+    vpc_prefixes=(12, 28),
+    subnet_prefixes=(12, 28),
+    # Not stated by Tencent Cloud: AWS's five, the most any of the three clouds keeps, to be safe.
+    subnet_reserved=5,
+    vpc_within=((IPv4Network("10.0.0.0/12"), 12), (IPv4Network("172.16.0.0/12"), 12),
+                (IPv4Network("192.168.0.0/16"), 16)),
+    vpc_refused=ON_CLOUDS,
+    group_max=2000,
+    tags=TagRules(max_tags=50, key_max=127, value_max=255, key_chars=_TAG, value_chars=_TAG,
+                  reserved_key_prefixes=("qcs:", "qcloud", "tencent", "project"), value_required=True,
+                  chars_hint="letters, digits, spaces and + - = . _ : / @ (COS bucket tags allow no others)"),
+    # <name>-<appid>.cos.<region>.myqcloud.com is at most 60 characters.
+    bucket_domain="{bucket}.cos.{region}.myqcloud.com",
+    bucket_domain_max=60,
+)
 
 
 def is_hcc(row: InstanceType) -> bool:
@@ -54,7 +72,7 @@ def bucket_appid(bucket: str) -> str | None:
 def cos_bucket(name: str, digest: str, region: str, appid: str | None) -> str:
     """The default bucket, <name>-<hash>-<APPID>: the cluster's name cut to what COS's domain limit leaves (six
     characters or more in every region)."""
-    room = COS_DOMAIN_MAX - len(f"-{digest}-{appid}.cos.{region}.myqcloud.com")
+    room = LIMITS.bucket_domain_max - len(LIMITS.bucket_domain.format(bucket=f"-{digest}-{appid}", region=region))
     return f"{name[:room].rstrip('-')}-{digest}-{appid}"
 
 
@@ -117,11 +135,13 @@ def bucket_name(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
 
 TENCENTCLOUD = CloudProfile(
     name="tencentcloud",
+    title="Tencent Cloud",
     region_key="tencentcloud:region",
     fabrics=frozenset({"rdma", "tcp"}),
     mtu=MappingProxyType({"rdma": 1500, "tcp": 1500}),
     bucket_scheme="cos",
     spot_notice_url="http://metadata.tencentyun.com/latest/meta-data/spot/termination-time",
+    limits=LIMITS,
     metadata_url="http://metadata.tencentyun.com/latest/meta-data",
     spot_discount=0.60,
     reserved_discount=0.30,
