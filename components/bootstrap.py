@@ -7,34 +7,37 @@ else (the other node scripts, the systemd units, the monitoring config) comes wi
 (components.bundle), whose hash user-data names, so any change still rolls the nodes.
 On a cloud, runcmd runs `gpufleet-node install` (bundle -> scripts and units) and enables the units: gate (driver,
 fabric, health) -> training, with the spot watcher, the checkpoint sync and the exporters beside it. In local mode
-`install_files` writes the same files under a node root and the local cluster runs
-`GPUFLEET_ROOT=<root> <root>/opt/gpufleet/bin/gpufleet-node start` (install, gate, training) in the node's namespace.
+the local cluster's cloud-config installer (components.local.cloudconfig) writes the same files under a node root
+and runs `GPUFLEET_ROOT=<root> <root>/opt/gpufleet/bin/gpufleet-node start` (install, gate, training) in the node's
+namespace.
 No secret is ever rendered: nodes reach buckets and cloud APIs through their instance role.
 """
 
 from __future__ import annotations
 
-import base64
-import gzip
 import shlex
 from dataclasses import dataclass
-from pathlib import Path
 
 import jinja2
-import yaml
 
-REPO = Path(__file__).resolve().parent.parent
-CLOUD_INIT = REPO / "cloud-init"
+from components.paths import PROJECT_ROOT
+
+CLOUD_INIT = PROJECT_ROOT / "cloud-init"
 # What user-data carries: enough to fetch the bundle (and report a node that cannot); the rest comes from the bundle.
 USER_DATA_SCRIPTS = ("gpufleet-lib.sh", "gpufleet-node", "gpufleet-report", "gpufleet-store")
 
 BIN = "/opt/gpufleet/bin"
 ETC = "/etc/gpufleet"
 ENTRY = f"{BIN}/gpufleet-node"
+# The node's own cloud adapter (cloud-init/clouds/<cloud>.sh), which gpufleet-lib.sh sources.
+CLOUD_ADAPTER = f"{BIN}/gpufleet-cloud.sh"
 
-SPOT_POLL_S = 5  # FACTS.md: poll the notice every 5 s
-SPOT_GRACE_S = 90  # AWS gives 120 s: leave time to push the checkpoint after the job wrote it
+SPOT_POLL_S = 5  # poll the notice every 5 s (docs/cloud-facts.md#aws-spot)
+SPOT_GRACE_S = 90  # the shortest notice is 120 s (docs/cloud-facts.md#aws-spot): time to push the checkpoint
 CKPT_SYNC_S = 300
+# A fresh node's role credentials and NAT route can lag cloud-init: the bundle fetch retries this often, this far apart.
+BUNDLE_FETCH_TRIES = 20
+BUNDLE_FETCH_WAIT_S = 15
 IMAGES = {
     "dcgm_exporter": "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04",
     "prometheus": "prom/prometheus:v3.5.0",
@@ -46,13 +49,12 @@ IMAGES = {
 class NodeBootstrap:
     """Everything one node role needs to boot into the job; built by the planner, rendered here. Pure data."""
 
-    cluster: str  # cluster/stack name, e.g. "aws-p5"
-    cloud: str  # "aws" | "alicloud" | "tencentcloud" | "local"
+    cluster: str  # cluster/stack name
+    cloud: str  # a registered cloud's name (components.clouds); its node-script adapter goes with the user-data
     region: str
     role: str  # "head" | "worker"
     instance_type: str
     gpus: int  # GPUs per node the catalog promises (0 on local CPU nodes)
-    gpu_model: str  # e.g. "H100", "" for none
     nvswitch: bool  # needs nvidia-fabricmanager of exactly the driver's version
     fabric: str  # "efa" | "erdma" | "rdma" | "tcp"
     fabric_devices: int  # expected EFA devices / eRDMA ERIs / RDMA NICs (0 for tcp)
@@ -61,19 +63,19 @@ class NodeBootstrap:
     port_range: tuple[int, int] | None  # when set: net.ipv4.ip_local_port_range pinned to it
     head_address: str  # fixed private IP of the head node (c10d rendezvous host)
     rendezvous_port: int  # 29400
-    nnodes_min: int
-    nnodes_max: int
-    nproc_per_node: int
-    job_args: tuple[str, ...]  # extra CLI args for `python -m training.train`
+    command: tuple[str, ...]  # the role's torchrun argv, with the slots gpufleet-train fills (RolePlan.command)
     checkpoint_dir: str  # local dir on the node where the job writes checkpoints
     checkpoint_uri: str  # "s3://bucket/prefix", "oss://…", "cos://…" or "file:///path" (local)
     code_uri: str  # the training code bundle (tar.gz of training/) named by its hash
     code_sha256: str  # the bundle's hash (a change rolls the nodes because user-data changes)
     spot: bool  # this role may run on spot/preemptible capacity -> start the spot watcher
-    spot_notice_url: str  # the cloud's spot notice endpoint (FACTS.md); local: a fake endpoint URL
+    # The worker group's termination hook (LifecyclePlan.drain): the spot watcher runs on every such worker and
+    # completes the hook once the checkpoint is in the bucket; "" = none.
+    drain_hook: str
+    spot_notice_url: str  # the cloud's spot notice endpoint (CloudProfile); local: a fake endpoint URL
     metadata_url: str  # the cloud's instance metadata root, ".../latest/meta-data"
-    imds_token_url: str  # metadata session token URL (AWS IMDSv2, Alibaba hardened mode); "" = plain GETs
-    imds_token_header: str  # the token's header, e.g. "X-aws-ec2-metadata-token"; its TTL header adds "-ttl-seconds"
+    imds_token_url: str  # metadata session token URL where the cloud requires a token; "" = plain GETs
+    imds_token_header: str  # the token's header (CloudProfile.imds_token_header); its TTL header adds "-ttl-seconds"
     busbw_min_gbps: float  # health gate: minimum all-reduce bus bandwidth in GB/s (nccl-tests unit); 0 = skip
     driver_version: str  # pinned NVIDIA driver, e.g. "570.133.20"
     cuda_version: str  # pinned CUDA, e.g. "12.8"
@@ -86,8 +88,6 @@ class NodeBootstrap:
     local: (
         bool  # local mode: no driver install, no sysctl outside the namespace, fake metadata, paths under a node root
     )
-    # head only: node addresses Prometheus scrapes besides the nodes it discovers by their gpufleet:cluster tag
-    scrape_targets: tuple[str, ...] = ()
     # pip requirements of the job (e.g. "torch==2.13.0"), installed into /opt/gpufleet/venv; () = the image's python
     pip_packages: tuple[str, ...] = ()
 
@@ -101,11 +101,19 @@ class NodeFile:
     mode: str = "0644"
 
 
+def adapter(cloud: str) -> bytes:
+    """A cloud's node-script adapter; a cloud without one has no user-data (fail closed)."""
+    path = CLOUD_INIT / "clouds" / f"{cloud}.sh"
+    if not path.is_file():
+        raise FileNotFoundError(f"no node-script adapter for cloud {cloud!r}: add cloud-init/clouds/{cloud}.sh")
+    return path.read_bytes()
+
+
 def _quote(value: object) -> str:
     return "'" + str(value).replace("'", "'\\''") + "'"
 
 
-def _shell_value(value: object) -> str:
+def shell_value(value: object) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, (tuple, list)):
@@ -120,9 +128,7 @@ def node_env(node: NodeBootstrap) -> str:
         "cloud": node.cloud,
         "region": node.region,
         "role": node.role,
-        "instance_type": node.instance_type,
         "gpus": node.gpus,
-        "gpu_model": node.gpu_model,
         "nvswitch": node.nvswitch,
         "fabric": node.fabric,
         "fabric_devices": node.fabric_devices,
@@ -130,15 +136,16 @@ def node_env(node: NodeBootstrap) -> str:
         "port_range": " ".join(map(str, node.port_range)) if node.port_range else "",
         "head_address": node.head_address,
         "rendezvous_port": node.rendezvous_port,
-        "nnodes": f"{node.nnodes_min}:{node.nnodes_max}",
-        "nproc_per_node": node.nproc_per_node,
-        "job_args": node.job_args,
+        "command": node.command,
         "checkpoint_dir": node.checkpoint_dir,
         "checkpoint_uri": node.checkpoint_uri,
         "ckpt_sync_s": CKPT_SYNC_S,
         "code_uri": node.code_uri,
         "code_sha256": node.code_sha256,
+        "bundle_fetch_tries": BUNDLE_FETCH_TRIES,
+        "bundle_fetch_wait_s": BUNDLE_FETCH_WAIT_S,
         "spot": node.spot,
+        "drain_hook": node.drain_hook,
         "spot_notice_url": node.spot_notice_url,
         "spot_poll_s": SPOT_POLL_S,
         "spot_grace_s": SPOT_GRACE_S,
@@ -153,7 +160,6 @@ def node_env(node: NodeBootstrap) -> str:
         "dcgm_exporter_port": node.metrics_ports[1],
         "prometheus_port": node.prometheus_port,
         "grafana_port": node.grafana_port,
-        "scrape_targets": node.scrape_targets,
         "pip_packages": node.pip_packages,
         "local": node.local,
         **{f"{name}_image": image for name, image in IMAGES.items()},
@@ -161,7 +167,7 @@ def node_env(node: NodeBootstrap) -> str:
     lines = [
         f"# gpufleet settings for {node.cluster} {node.role} nodes; sourced by {BIN}/gpufleet-lib.sh.",
         "# shellcheck disable=SC2034",
-        *(f"GF_{key.upper()}={_shell_value(value)}" for key, value in settings.items()),
+        *(f"GF_{key.upper()}={shell_value(value)}" for key, value in settings.items()),
     ]
     return "\n".join(lines) + "\n"
 
@@ -179,6 +185,7 @@ def node_files(node: NodeBootstrap) -> list[NodeFile]:
         NodeFile(f"{BIN}/{name}", (CLOUD_INIT / "bin" / name).read_bytes(), "0644" if name.endswith(".sh") else "0755")
         for name in USER_DATA_SCRIPTS
     ]
+    files.append(NodeFile(CLOUD_ADAPTER, adapter(node.cloud)))
     files.append(NodeFile(f"{ETC}/node.env", node_env(node).encode()))
     files.append(NodeFile(f"{ETC}/nccl.env", nccl_env(node).encode()))
     if node.port_range:
@@ -195,7 +202,7 @@ def _units(node: NodeBootstrap) -> list[str]:
         "gpufleet-ckpt-sync.service",
         "gpufleet-monitor.service",
     ]
-    if node.spot:
+    if node.spot or node.drain_hook:
         units.append("gpufleet-spot.service")
     if node.role == "head":
         units += ["gpufleet-discover.service", "gpufleet-discover.timer"]
@@ -230,34 +237,3 @@ def _started_by_timer(unit: str, node: NodeBootstrap) -> bool:
 def _indent(text: str, spaces: int) -> str:
     pad = " " * spaces
     return "".join(pad + line if line.strip() else line for line in text.splitlines(keepends=True))
-
-
-def encode_user_data(user_data: str) -> str:
-    """What a realizer hands the cloud: base64 of the gzip-compressed user-data. cloud-init decompresses gzip user-data
-    itself; compressing the whole document keeps the largest role under the 16 KB limit of every cloud while the
-    rendered text stays plain and reviewable."""
-    return base64.b64encode(gzip.compress(user_data.encode(), compresslevel=9, mtime=0)).decode()
-
-
-def user_data_base64(node: NodeBootstrap) -> str:
-    """`encode_user_data(render_user_data(node))`: the value for launch templates and scaling configurations."""
-    return encode_user_data(render_user_data(node))
-
-
-def user_data_files(user_data: str) -> list[NodeFile]:
-    """The write_files of rendered user-data, decoded: what cloud-init would write."""
-    files = []
-    for entry in yaml.safe_load(user_data).get("write_files", []):
-        files.append(NodeFile(entry["path"], entry["content"].encode(), entry.get("permissions", "0644")))
-    return files
-
-
-def install_files(user_data: str, root: Path) -> Path:
-    """Write the user-data's files under a node root (local mode); returns the entry script to run as
-    `GPUFLEET_ROOT=<root> <entry> start`."""
-    for f in user_data_files(user_data):
-        target = root / f.path.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(f.content)
-        target.chmod(int(f.mode, 8))
-    return root / ENTRY.lstrip("/")

@@ -14,13 +14,14 @@ from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
+from components.paths import PROJECT_ROOT
 from training.config import TrainConfig
 
-ROOT = Path(__file__).resolve().parent.parent
 # Paths in the archive are the repository's, so the node finds training/, cloud-init/bin/, ... under one directory.
 SOURCES = (
     "training/**/*.py",
     "cloud-init/bin/*",
+    "cloud-init/clouds/*",
     "cloud-init/health_allreduce.py",
     "cloud-init/health/*.py",
     "cloud-init/systemd/*",
@@ -37,8 +38,9 @@ def uses_kernels(job: Mapping[str, object]) -> bool:
 
 def source_files(kernels: bool = True) -> dict[str, bytes]:
     """Archive path -> content of every file SOURCES names (no caches, no folders), the kernels only if asked."""
-    paths = {p for pattern in SOURCES for p in ROOT.glob(pattern) if p.is_file() and "__pycache__" not in p.parts}
-    files = {str(p.relative_to(ROOT)): p.read_bytes() for p in sorted(paths)}
+    paths = {p for pattern in SOURCES for p in PROJECT_ROOT.glob(pattern)
+             if p.is_file() and "__pycache__" not in p.parts}
+    files = {str(p.relative_to(PROJECT_ROOT)): p.read_bytes() for p in sorted(paths)}
     return files if kernels else {name: data for name, data in files.items() if not name.startswith(KERNELS)}
 
 

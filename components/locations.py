@@ -6,9 +6,9 @@ import difflib
 from collections.abc import Iterator
 
 from components import catalog
+from components.clouds import profile
 from components.clouds.base import CloudProfile
 from components.errors import Problem
-from components.limits import CLOUD_NAMES
 from components.spec import ClusterSpec
 from components.stackfile import CLUSTER_KEY
 
@@ -18,7 +18,7 @@ def _zone_fix(cloud: str, region: str) -> str:
     zones = catalog.regions(cloud).get(region, ())
     if zones:
         return f"use a zone of {region}: {', '.join(zones)}"
-    return f"use one of {region}'s zones (the {CLOUD_NAMES[cloud]} console lists them)"
+    return f"use one of {region}'s zones (the {profile(cloud).title} console lists them)"
 
 
 def region_of(cloud: str, zone: str) -> str | None:
@@ -40,7 +40,7 @@ def region_and_zone(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]
     if spec.region not in known:
         close = difflib.get_close_matches(spec.region.strip().lower(), list(known), n=3, cutoff=0.6)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
-        yield Problem(cloud.region_key, f"{spec.region!r} is not a region of {CLOUD_NAMES[spec.cloud]}.{hint}",
+        yield Problem(cloud.region_key, f"{spec.region!r} is not a region of {cloud.title}.{hint}",
                       f"use one of: {', '.join(known)} (or add it to components/catalog/{spec.cloud}.yaml).")
         return
     if catalog.zone_in_region(spec.cloud, spec.region, spec.zone):

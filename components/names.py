@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from components.errors import Problem
-from components.limits import CLOUD_NAMES, OWN_TAG_COUNT, OWN_TAG_KEYS, OWN_TAG_PREFIX, TagRules, limits
+from components.limits import OWN_TAG_COUNT, OWN_TAG_KEYS, OWN_TAG_PREFIX, CloudLimits, TagRules
 from components.stackfile import CLUSTER_KEY
 
 if TYPE_CHECKING:  # the spec imports this module for its name rules
@@ -49,36 +49,30 @@ def checked_cluster_name(value: str) -> str:
     raise ValueError(f"{value!r} is not a cluster name: use {CLUSTER_NAME_RULE}, e.g. {cluster_name(value)!r}")
 
 
-# Object storage: what each cloud's bucket names may be (docs/cloud-facts.md#aws-names, #alibaba-names, #tencent-names).
-S3_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
-S3_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
-# <name>-<APPID>.cos.<region>.myqcloud.com is at most 60 characters (Tencent COS naming conventions).
-COS_DOMAIN_MAX = 60
-
-
-def _bucket_reasons(bucket: str, cloud: str, region: str) -> list[str]:
-    dots = cloud == "aws"
-    allowed = "a-z0-9.-" if dots else "a-z0-9-"
+def _bucket_reasons(bucket: str, lim: CloudLimits, region: str) -> list[str]:
+    """Why the cloud refuses a bucket name (docs/cloud-facts.md#aws-names, #alibaba-names, #tencent-names)."""
+    allowed = "a-z0-9.-" if lim.bucket_dots else "a-z0-9-"
     reasons = []
     if any(c.isupper() for c in bucket):
         reasons.append("it has uppercase letters")
     if bad := sorted({c for c in bucket if not c.isupper() and not re.match(f"[{allowed}]", c)}):
         reasons.append("it has " + ", ".join(repr(c) for c in bad))
-    if cloud == "tencentcloud":
-        if len(f"{bucket}.cos.{region}.myqcloud.com") > COS_DOMAIN_MAX:
-            reasons.append(f"{bucket}.cos.{region}.myqcloud.com is longer than the {COS_DOMAIN_MAX} characters COS "
-                           "allows")
+    if lim.bucket_domain:
+        if len(domain := lim.bucket_domain.format(bucket=bucket, region=region)) > lim.bucket_domain_max:
+            reasons.append(f"{domain} is longer than the {lim.bucket_domain_max} characters the cloud allows")
     elif not 3 <= len(bucket) <= 63:
         reasons.append(f"it has {len(bucket)} characters, not 3 to 63")
     if bucket[:1] in ".-" or bucket[-1:] in ".-":
         reasons.append("it starts or ends with a dash or dot")
-    if dots:
+    if lim.bucket_dots:
         if ".." in bucket:
             reasons.append("it has two dots in a row")
         if _is_address(bucket):
             reasons.append("it is written like an IP address")
-        reasons += [f"it starts with {p!r}, which S3 reserves" for p in S3_PREFIXES if bucket.startswith(p)]
-        reasons += [f"it ends with {s!r}, which S3 reserves" for s in S3_SUFFIXES if bucket.endswith(s)]
+    reasons += [f"it starts with {p!r}, which the cloud reserves" for p in lim.bucket_reserved_prefixes
+                if bucket.startswith(p)]
+    reasons += [f"it ends with {s!r}, which the cloud reserves" for s in lim.bucket_reserved_suffixes
+                if bucket.endswith(s)]
     return reasons
 
 
@@ -90,10 +84,11 @@ def _is_address(text: str) -> bool:
     return True
 
 
-def _bucket_suggestion(bucket: str, cloud: str) -> str:
-    """A name that keeps the spirit of the one written and passes the cloud's rules."""
-    name = bucket.split("://", 1)[-1].removeprefix("arn:aws:s3:::").split("/", 1)[0].lower()
-    name = re.sub(r"[^a-z0-9.-]+" if cloud == "aws" else r"[^a-z0-9-]+", "-", name)
+def _bucket_suggestion(bucket: str, lim: CloudLimits) -> str:
+    """A name that keeps the spirit of the one written and passes the cloud's rules: the bucket part of a URL
+    (scheme://bucket/key) or resource name (...:bucket/key)."""
+    name = bucket.split("://", 1)[-1].rsplit(":", 1)[-1].split("/", 1)[0].lower()
+    name = re.sub(r"[^a-z0-9.-]+" if lim.bucket_dots else r"[^a-z0-9-]+", "-", name)
     name = re.sub(r"\.{2,}", ".", name).strip(".-")[:63].strip(".-")
     return name if len(name) >= 3 else "gpufleet-checkpoints"
 
@@ -104,25 +99,25 @@ def bucket(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:
     if written is None:
         return
     path = _at("storage.checkpointBucket")
-    if spec.cloud == "local":
+    if cloud.bucket_scheme == "file":
         yield Problem(path, "a local cluster keeps checkpoints in its own directory (/tmp/gpufleet-<name>/bucket), "
                       "not in a bucket.", "remove checkpointBucket.")
         return
     if "://" in written or written.startswith("arn:") or "/" in written:
         yield Problem(path, f"{written!r} is a URL, ARN or path; the field takes the bucket's name alone (checkpoints "
                       "go under checkpoints/ in it).",
-                      f"write the name only, e.g. {_bucket_suggestion(written, spec.cloud)!r}.")
+                      f"write the name only, e.g. {_bucket_suggestion(written, cloud.limits)!r}.")
         return
-    if reasons := _bucket_reasons(written, spec.cloud, spec.region):
+    if reasons := _bucket_reasons(written, cloud.limits, spec.region):
         scheme = cloud.bucket_scheme.upper()
         yield Problem(path, f"{written!r} is not a valid {scheme} bucket name: {'; '.join(reasons)}.",
-                      f"use a name such as {_bucket_suggestion(written, spec.cloud)!r}.")
+                      f"use a name such as {_bucket_suggestion(written, cloud.limits)!r}.")
 
 
-def _own(key: str, cloud: str) -> bool:
-    """gpufleet's own tags; on AWS also Name, which it sets per resource."""
+def _own(key: str, lim: CloudLimits) -> bool:
+    """gpufleet's own tags, and those it sets per resource on this cloud (AWS: Name)."""
     lowered = key.lower()
-    return lowered.startswith(OWN_TAG_PREFIX) or lowered in OWN_TAG_KEYS or (cloud == "aws" and lowered == "name")
+    return lowered.startswith(OWN_TAG_PREFIX) or lowered in (*OWN_TAG_KEYS, *lim.own_tag_keys)
 
 
 def _tag_reasons(key: str, value: str, rules: TagRules) -> list[str]:
@@ -151,28 +146,27 @@ def _tag_reasons(key: str, value: str, rules: TagRules) -> list[str]:
 
 def tags(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:
     """Tags the cloud takes, never one of gpufleet's own (discovery and the nodes' permissions rely on them)."""
-    rules = limits(spec.cloud).tags
+    rules = cloud.limits.tags
     for key, value in spec.tags.items():
         path = _at(f"tags.{key}")
-        if _own(key, spec.cloud):
+        if _own(key, cloud.limits):
             yield Problem(path, f"{key!r} is a tag gpufleet sets itself (gpufleet:*, managed-by, Name): the nodes' "
                           "permissions and discovery rely on its value.", "use another key, e.g. team or project.")
         elif rules and (reasons := _tag_reasons(key, value, rules)):
-            yield Problem(path, f"{CLOUD_NAMES[spec.cloud]} refuses this tag: {'; '.join(reasons)}.",
+            yield Problem(path, f"{cloud.title} refuses this tag: {'; '.join(reasons)}.",
                           "shorten or rename it.")
     if rules and len(spec.tags) > rules.max_tags - OWN_TAG_COUNT:
         room = rules.max_tags - OWN_TAG_COUNT
-        yield Problem(_at("tags"), f"{len(spec.tags)} tags, but a resource on {CLOUD_NAMES[spec.cloud]} takes "
+        yield Problem(_at("tags"), f"{len(spec.tags)} tags, but a resource on {cloud.title} takes "
                       f"{rules.max_tags} and gpufleet sets {OWN_TAG_COUNT} of its own.", f"keep at most {room}.")
 
 
 def reservation(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:
     """A capacity reservation id in the cloud's own format."""
     written = spec.market.reservation_id
-    lim = limits(spec.cloud)
+    lim = cloud.limits
     if written is None or lim.reservation_id is None or lim.reservation_id.match(written):
         return
     yield Problem(_at("market.reservationId"), f"{written!r} is not a capacity reservation id of "
-                  f"{CLOUD_NAMES[spec.cloud]} (they look like {lim.reservation_example}).",
-                  "copy the id from the cloud's console or CLI (AWS: `aws ec2 describe-capacity-reservations`; "
-                  "Alibaba: the elasticity assurance or capacity reservation id).")
+                  f"{cloud.title} (they look like {lim.reservation_example}).",
+                  f"copy the id from the cloud's console or CLI ({lim.reservation_hint}).")

@@ -10,7 +10,7 @@ from components import catalog
 from components.cidrs import Network
 from components.clouds.base import CloudProfile
 from components.errors import Problem
-from components.limits import CLOUD_NAMES, NOT_UNICAST, CloudLimits, limits
+from components.limits import NOT_UNICAST, CloudLimits
 from components.plan.fabric import resolve_fabric
 from components.plan.network import HEAD_HOST, node_subnets
 from components.spec import ClusterSpec
@@ -43,19 +43,19 @@ def _widest_vpc(vpc: ipaddress.IPv4Network, lim: CloudLimits) -> int:
     return max([lim.vpc_prefixes[0], lim.subnet_prefixes[0] - 1, *inside])
 
 
-def _vpc_range(vpc: ipaddress.IPv4Network, lim: CloudLimits, cloud: str) -> str | None:
+def _vpc_range(vpc: ipaddress.IPv4Network, lim: CloudLimits, title: str) -> str | None:
     """Why the cloud refuses this VPC range, or None."""
     for refused, reason in lim.vpc_refused:
         if vpc.overlaps(refused):
             return f"{vpc} overlaps {reason}"
     if lim.vpc_within and not any(vpc.subnet_of(block) for block, _ in lim.vpc_within):
         blocks = ", ".join(str(block) for block, _ in lim.vpc_within)
-        return f"{vpc} is outside the ranges {CLOUD_NAMES[cloud]} allows a VPC in ({blocks})"
+        return f"{vpc} is outside the ranges {title} allows a VPC in ({blocks})"
     widest = max([lim.vpc_prefixes[0], *(prefix for block, prefix in lim.vpc_within if vpc.subnet_of(block))])
     if vpc.prefixlen < widest:
-        return f"{vpc} is wider than /{widest}, the widest VPC {CLOUD_NAMES[cloud]} allows there"
+        return f"{vpc} is wider than /{widest}, the widest VPC {title} allows there"
     if vpc.prefixlen > lim.vpc_prefixes[1]:
-        return f"{vpc} is narrower than /{lim.vpc_prefixes[1]}, the narrowest VPC {CLOUD_NAMES[cloud]} allows"
+        return f"{vpc} is narrower than /{lim.vpc_prefixes[1]}, the narrowest VPC {title} allows"
     return None
 
 
@@ -72,10 +72,10 @@ def _too_few(network: ipaddress.IPv4Network, lim: CloudLimits, needed: int, per_
 
 def vpc(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:
     """The VPC is a range the cloud accepts, and the subnets the plan cuts from it fit the cloud and the nodes."""
-    lim = limits(spec.cloud)
+    lim = cloud.limits
     network = ipaddress.IPv4Network(spec.network.vpc_cidr)
     path = _at("network.vpcCidr")
-    if reason := _vpc_range(network, lim, spec.cloud):
+    if reason := _vpc_range(network, lim, cloud.title):
         yield Problem(path, f"{reason}.", "use a private range the cloud accepts, such as 10.0.0.0/16.")
         return
     row = catalog.lookup(spec.cloud, spec.instance_type)
@@ -85,7 +85,7 @@ def vpc(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:
     available = private.num_addresses - lim.subnet_reserved
     if available < needed:
         each = f" at {per_node} addresses each (one per ERI besides the primary)" if per_node > 1 else ""
-        if spec.counts.max <= most_nodes(spec):  # else node_bounds says the nodes are too many anywhere
+        if spec.counts.max <= most_nodes(spec, lim):  # else node_bounds says the nodes are too many anywhere
             yield Problem(path, f"{network} leaves {max(available, 0)} addresses in the nodes' {lim.subnet_word} "
                           f"({private}), too few for {spec.counts.max} nodes{each}.",
                           _too_few(network, lim, needed, per_node))
@@ -93,17 +93,16 @@ def vpc(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:
     widest, narrowest = lim.subnet_prefixes
     if private.prefixlen < widest:
         yield Problem(path, f"gpufleet gives the nodes the first half of the VPC, {private}, wider than /{widest}, the "
-                      f"widest {lim.subnet_word} {CLOUD_NAMES[spec.cloud]} allows.",
+                      f"widest {lim.subnet_word} {cloud.title} allows.",
                       f"use a /{widest - 1} or narrower VPC, such as {network.network_address}/{widest - 1}.")
     elif public.prefixlen > narrowest:
         yield Problem(path, f"gpufleet cuts the NAT gateway's {lim.subnet_word} {public} from the VPC, narrower than "
-                      f"/{narrowest}, the narrowest {lim.subnet_word} {CLOUD_NAMES[spec.cloud]} allows.",
+                      f"/{narrowest}, the narrowest {lim.subnet_word} {cloud.title} allows.",
                       f"use a /{narrowest - 1} or wider VPC, such as {network.supernet(new_prefix=narrowest - 1)}.")
 
 
-def most_nodes(spec: ClusterSpec) -> int:
+def most_nodes(spec: ClusterSpec, lim: CloudLimits) -> int:
     """The most nodes the cloud's widest VPC holds once gpufleet gives the nodes the first half of it."""
-    lim = limits(spec.cloud)
     row = catalog.lookup(spec.cloud, spec.instance_type)
     widest = max(lim.vpc_prefixes[0], lim.subnet_prefixes[0] - 1)
     return (2 ** (31 - widest) - lim.subnet_reserved) // (addresses_per_node(spec, row) if row else 1)
@@ -111,16 +110,16 @@ def most_nodes(spec: ClusterSpec) -> int:
 
 def node_bounds(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:
     """No more nodes than the cloud's scaling groups, its VPCs and the widest VPC's addresses hold."""
-    lim = limits(spec.cloud)
+    lim = cloud.limits
     most = spec.counts.max
-    bounds = [(most_nodes(spec), "the widest VPC gpufleet can build there has addresses for")]
+    bounds = [(most_nodes(spec, lim), "the widest VPC gpufleet can build there has addresses for")]
     if lim.group_max is not None:
         bounds.append((lim.group_max + 1, f"a head and the {lim.group_max} workers a scaling group holds make"))
     if lim.vpc_instances_max is not None:
         bounds.append((lim.vpc_instances_max, "one VPC holds"))
     bound, why = min(bounds)
     if most > bound:
-        yield Problem(_node_path(spec), f"{most} nodes are more than the {bound} {why} on {CLOUD_NAMES[spec.cloud]}.",
+        yield Problem(_node_path(spec), f"{most} nodes are more than the {bound} {why} on {cloud.title}.",
                       f"lower it to at most {bound}.")
 
 

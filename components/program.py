@@ -8,7 +8,7 @@ from components.clouds import CLOUDS
 from components.errors import SpecError
 from components.plan.model import ClusterPlan
 from components.plan.planner import plan
-from components.realizers import realize
+from components.realizers import look_up, realize
 from components.rules import validate
 from components.spec import ClusterSpec
 from components.stackfile import CLUSTER_KEY
@@ -21,12 +21,14 @@ def region_key(raw: object) -> str | None:
 
 
 def load(raw: object, region: str, stack: str) -> tuple[ClusterSpec, ClusterPlan]:
-    """The cluster object and region -> spec -> plan, or a SpecError listing every problem."""
+    """The cluster object and region -> spec -> the cloud's deploy-time facts -> plan, or a SpecError listing every
+    problem. Look-ups go through the Pulumi runtime: the engine's providers, or the preview's mocks."""
     spec = validate(raw, region, stack)
-    return spec, plan(spec, stack)
+    return spec, plan(spec, stack, look_up(spec))
 
 
-def _load_from_pulumi() -> ClusterPlan:
+def plan_from_config() -> ClusterPlan:
+    """The plan of the stack the Pulumi runtime is running, from its config."""
     raw = pulumi.Config("gpufleet").get_object("cluster")
     region = ""
     if key := region_key(raw):
@@ -45,7 +47,7 @@ class InvalidStack(pulumi.RunError):
 
 def main() -> None:
     try:
-        cluster = _load_from_pulumi()
+        cluster = plan_from_config()
     except SpecError as error:
         raise InvalidStack(error) from None
     outputs = realize(cluster)

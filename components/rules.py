@@ -21,6 +21,7 @@ from components.clouds.base import (
     CloudProfile,
 )
 from components.errors import Problem, SpecError
+from components.plan.placement import ask_of
 from components.spec import ClusterSpec, ShapeError, parse_spec
 from components.stackfile import CLUSTER_KEY
 from training.config import ConfigError, TrainConfig, setting_name
@@ -136,6 +137,16 @@ def ranks_per_node(spec: ClusterSpec, row: catalog.InstanceType) -> int:
     return spec.ranks_per_node or row.gpus or 2
 
 
+def placement(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    """Anti-affinity the cloud cannot give is refused with its reason, never dropped (components/plan/placement.py)."""
+    row = catalog.lookup(spec.cloud, spec.instance_type)
+    choice = cloud.placement(ask_of(spec, row)) if row is not None else ()
+    if isinstance(choice, str):
+        yield Problem(_at("network.antiAffinity"), f"{spec.cloud} cannot spread these nodes over hosts: {choice}",
+                      "remove network.antiAffinity (the cloud then places nodes for speed), or change what the "
+                      "reason names.")
+
+
 def unsupported(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
     m = spec.market
     asked = {
@@ -152,9 +163,7 @@ def unsupported(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
                           "remove the setting or choose another cloud.")
 
 
-
-
-RULES: tuple[Rule, ...] = (instance_type, node_counts, market, fabric, autoscaling, job, unsupported)
+RULES: tuple[Rule, ...] = (instance_type, node_counts, market, fabric, autoscaling, job, placement, unsupported)
 
 
 def problems_of(spec: ClusterSpec) -> list[Problem]:

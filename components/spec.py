@@ -17,12 +17,13 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from components.cidrs import normalised_cidr, normalised_vpc_cidr
+from components.clouds import CLOUDS
 from components.errors import Problem, SpecError
 from components.jobs import node_settings, refused_settings
 from components.names import CLUSTER_NAME, checked_cluster_name, cluster_name
 from components.stackfile import CLUSTER_KEY
 
-Cloud = Literal["aws", "alicloud", "tencentcloud", "local"]
+Cloud = Literal[tuple(CLOUDS)]
 FabricChoice = Literal["auto", "efa", "erdma", "rdma", "tcp"]
 SpotStrategy = Literal["price-capacity-optimized", "capacity-optimized", "lowest-price"]
 _PORT_RANGE = re.compile(r"^\s*(\d{1,5})\s*-\s*(\d{1,5})\s*$")
@@ -90,7 +91,8 @@ class Network(_Model):
         False, description="Opt in to sshCidrs open to the internet (a range wider than a /8, such as 0.0.0.0/0, "
                            "or ranges that together admit more of it than a /8); policy rejects them otherwise.")
     rendezvous_port: int = Field(29400, ge=1024, le=65535, description="torchrun c10d rendezvous port on the head.")
-    anti_affinity: bool = Field(False, description="Spread nodes over hosts (Tencent spread placement group).")
+    anti_affinity: bool = Field(False, description="Spread nodes over hosts or racks (a spread placement group), "
+                                "where the cloud can; refused with the reason where it cannot.")
 
     @field_validator("vpc_cidr")
     @classmethod
@@ -138,7 +140,7 @@ class Storage(_Model):
 class ClusterSpec(_Model):
     """A whole cluster as the stack file states it, after defaults."""
 
-    cloud: Cloud = Field(description="Where the cluster runs: aws, alicloud, tencentcloud or local.")
+    cloud: Cloud = Field(description=f"Where the cluster runs: {', '.join(CLOUDS)}.")
     name: str | None = Field(None, json_schema_extra={"pattern": CLUSTER_NAME.pattern},
                              description="Cluster name; default: the stack's name in lowercase letters, digits and "
                                          "dashes.")
@@ -271,12 +273,14 @@ def parse_spec(raw: Any, region: str, stack: str) -> ClusterSpec:
         data["name"] = cluster_name(stack)
     refused: list[Problem] = []
     if written_region is not None:
+        own = CLOUDS[raw["cloud"]].region_key if raw.get("cloud") in CLOUDS else None
+        keys = [own] if own else [cloud.region_key for cloud in CLOUDS.values() if cloud.region_key]
         refused.append(Problem(f"{CLUSTER_KEY}.region", f"is not a cluster setting: the region is the provider's "
-                               f"own config key (e.g. aws:region), so {written_region!r} here would be ignored.",
-                               "move it to config as <cloud>:region (aws:region, alicloud:region or "
-                               "tencentcloud:region) and remove it here."))
+                               f"own config key (e.g. {keys[0]}), so {written_region!r} here would be ignored.",
+                               f"move it to config as {' or '.join(keys)} and remove it here."))
     if isinstance(data.get("job"), dict):
-        data["job"], refused = refused_settings(data["job"])
+        data["job"], job_refused = refused_settings(data["job"])
+        refused += job_refused
     try:
         spec = ClusterSpec.model_validate(data)
     except ValidationError as error:

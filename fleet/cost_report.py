@@ -25,7 +25,7 @@ from components.plan.cost import (
 )
 from components.plan.model import ClusterPlan
 
-PRICED_CLOUDS = ("aws", "alicloud", "tencentcloud")
+PRICED_CLOUDS = tuple(name for name, cloud in CLOUDS.items() if not cloud.runs_here)
 
 
 @dataclass(frozen=True)

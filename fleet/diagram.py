@@ -1,17 +1,12 @@
 """A Mermaid flowchart of a cluster's topology from its plan, for PR comments (GitHub renders ```mermaid blocks).
 
-Everything comes from the ClusterPlan, so the picture shows what the realizers will build: network, head, worker
-group with its bounds and market mix, placement, bucket and fabric.
+Everything comes from the ClusterPlan, so the picture shows what the realizers will build: network, head, each
+worker group with its bounds and market, the placement groups around the roles that join them, bucket and fabric.
 """
 
 from __future__ import annotations
 
-from components.plan.cost import spot_nodes
-from components.plan.model import ClusterPlan
-
-# What "placement" is called on each cloud (FACTS.md).
-PLACEMENT = {"aws": "cluster placement group", "alicloud": "deployment set LowLatency", "tencentcloud": "HPC cluster",
-             "local": "one bridge"}
+from components.plan.model import HEAD, INSTANCES, MIXED, WORKER, ClusterPlan, WorkerGroupPlan
 
 
 def _label(text: str) -> str:
@@ -19,21 +14,24 @@ def _label(text: str) -> str:
     return '"' + text.replace('"', "#quot;") + '"'
 
 
-def _market(plan: ClusterPlan) -> str:
-    market, scaling = plan.market, plan.scaling
+def _market(plan: ClusterPlan, group: WorkerGroupPlan) -> str:
+    market = plan.market
     if market.capacity_block:
         return f"capacity block {market.reservation_id}"
-    spot = spot_nodes(market, scaling)
-    mix = f"{scaling.workers_desired - spot} on-demand + {spot} spot"
-    return f"{mix}, reservation {market.reservation_id}" if market.reservation_id else mix
+    if group.market == MIXED:
+        on_demand, spot = market.split(group.desired)
+        text = f"{on_demand} on-demand + {spot} spot"
+    else:
+        text = group.market
+    return f"{text}, reservation {market.reservation_id}" if market.reservation_id else text
 
 
-def _placement(plan: ClusterPlan) -> str | None:
-    if plan.anti_affinity:
-        return "spread placement group"
-    if plan.cloud == "tencentcloud" and plan.fabric.kind != "rdma":
-        return None
-    return PLACEMENT[plan.cloud] if plan.placement_group else None
+def _worker_node(plan: ClusterPlan, index: int, group: WorkerGroupPlan) -> tuple[str, str]:
+    kind = plan.instance.name
+    bounds = (f"x{group.desired}" if group.form == INSTANCES else
+              f"min {group.min_size} / desired {group.desired} / max {group.max_size}")
+    title = "workers" if group.name == "workers" else f"workers {group.name}"
+    return f"workers{index or ''}", f"{title} {kind} ({group.form})<br/>{bounds}<br/>{_market(plan, group)}"
 
 
 def _fabric(plan: ClusterPlan) -> str:
@@ -42,28 +40,43 @@ def _fabric(plan: ClusterPlan) -> str:
     return f"{fabric.kind}{devices}, MTU {plan.network.mtu}"
 
 
+def _nodes(plan: ClusterPlan, ids: dict[str, list[str]], labels: dict[str, str]) -> list[str]:
+    """Node lines, the nodes of each placement group's roles inside a subgraph labelled with the groups' names."""
+    by_roles: dict[tuple[str, ...], list[str]] = {}
+    for placement in plan.placements:
+        by_roles.setdefault(placement.roles, []).append(placement.label)
+    lines, drawn = [], set()
+    for number, (roles, names) in enumerate(by_roles.items()):
+        inside = [node for role in roles for node in ids[role] if node not in drawn]
+        drawn |= set(inside)
+        lines += [f"      subgraph placement{number or ''}[{_label(' + '.join(names))}]",
+                  *(f"        {node}[{_label(labels[node])}]" for node in inside), "      end"]
+    lines += [f"      {node}[{_label(labels[node])}]" for role in (HEAD, WORKER) for node in ids[role]
+              if node not in drawn]
+    return lines
+
+
 def mermaid(plan: ClusterPlan) -> str:
     """The topology as a fenced ```mermaid block."""
-    net, scaling, kind = plan.network, plan.scaling, plan.instance.name
-    head = f"head {net.head_address}<br/>{kind} x1 on-demand"
-    workers = (f"workers {kind}<br/>min {scaling.workers_min} / desired {scaling.workers_desired} / "
-               f"max {scaling.workers_max}<br/>{_market(plan)}")
-    nodes = [f"      head[{_label(head)}]", f"      workers[{_label(workers)}]"]
-    placement = _placement(plan)
-    if placement:
-        nodes = ["      subgraph placement[" + _label(placement) + "]", *("  " + n for n in nodes), "      end"]
+    net = plan.network
+    labels = {"head": f"head {net.head_address}<br/>{plan.instance.name} x1 on-demand"}
+    workers = [_worker_node(plan, index, group) for index, group in enumerate(plan.workers)]
+    labels |= dict(workers)
+    ids = {HEAD: ["head"], WORKER: [node for node, _ in workers]}
     where = f"{plan.cloud} {plan.region} {plan.zone}".replace("  ", " ").strip()
     lines = ["```mermaid", "flowchart LR",
              f"  subgraph vpc[{_label(f'VPC {net.vpc_cidr} ({where})')}]",
-             f"    subgraph private[{_label(f'private subnet {net.private.cidr}')}]", *nodes, "    end"]
-    if plan.cloud != "local":
+             f"    subgraph private[{_label(f'private subnet {net.private.cidr}')}]", *_nodes(plan, ids, labels),
+             "    end"]
+    if net.nat:
         lines += [f"    subgraph public[{_label(f'public subnet {net.public.cidr}')}]", "      nat[NAT gateway]",
                   "    end"]
     lines += ["  end", f"  bucket[({_label('checkpoints ' + plan.storage.checkpoint_uri)})]",
-              f"  head <-->|{_label(_fabric(plan))}| workers",
-              "  head -.->|checkpoints| bucket", "  workers -.->|checkpoints| bucket"]
-    if plan.cloud != "local":
-        lines += ["  head --> nat", "  workers --> nat", "  nat --> internet((internet))"]
+              "  head -.->|checkpoints| bucket"]
+    for node in ids[WORKER]:
+        lines += [f"  head <-->|{_label(_fabric(plan))}| {node}", f"  {node} -.->|checkpoints| bucket"]
+    if net.nat:
+        lines += [f"  {node} --> nat" for node in ids[HEAD] + ids[WORKER]] + ["  nat --> internet((internet))"]
     ssh = sorted({rule.peer for rule in plan.firewall if rule.direction == "ingress" and rule.to_port == 22
                   and rule.peer != "self"})
     if ssh:

@@ -23,6 +23,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from components.clouds import profile
 from components.local.layout import layout
 from components.plan.userdata import PROMETHEUS_PORT
 from fleet.stacks import resolve, spec_and_plan
@@ -166,12 +167,13 @@ def run(args) -> int:
     try:
         if args.prometheus:
             source, nodes = args.prometheus, prometheus_nodes(args.prometheus)
-        elif plan.cloud == "local":
+        elif profile(plan.cloud).runs_here:
             source, nodes = "node roots", local_nodes(plan)
         else:
             raise HealthError(f"stack '{plan.stack}' runs on {plan.cloud}: its results are on its nodes. Pass "
                               f"--prometheus http://{plan.network.head_address}:{PROMETHEUS_PORT} (the head's "
-                              "Prometheus, through an SSH tunnel) to read them.")
+                              "Prometheus, through a tunnel to the head: SSH where the stack allows it, else the "
+                              "cloud's session manager) to read them.")
     except HealthError as error:
         print(f"fleet health: {error}", file=sys.stderr)
         return 2

@@ -1,4 +1,4 @@
-"""`fleet plan`: the program's full resource graph offline, as a table or as DESIGN.md's JSON."""
+"""`fleet plan`: the program's full resource graph offline, as a table or as the JSON docs/design.md describes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rich.table import Table
 from components.plan.model import ClusterPlan
 from fleet.diagram import mermaid
 from fleet.preview import Preview, run_program
-from fleet.stacks import resolve, spec_and_plan
+from fleet.stacks import resolve
 from fleet.validate.command import print_validation, validation
 from fleet.validate.toolchain import ToolchainMissing
 from policy.rules import evaluate
@@ -28,7 +28,7 @@ def cost_of(plan: ClusterPlan) -> dict[str, Any]:
 
 
 def report(preview: Preview, plan: ClusterPlan) -> dict[str, Any]:
-    """DESIGN.md's `fleet plan --json` document."""
+    """The `fleet plan --json` document (docs/design.md, "The preview JSON")."""
     return {"stack": preview.stack, "cloud": plan.cloud, "resources": preview.resources, "outputs": preview.outputs,
             "cost": cost_of(plan), "violations": evaluate(preview.resources)}
 
@@ -61,8 +61,8 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     stack = resolve(args.stack, args.stack_file)
-    _, plan = spec_and_plan(stack)
     preview = run_program(stack)
+    plan = preview.plan
     document = report(preview, plan)
     if args.validate:
         try:

@@ -1,24 +1,34 @@
 """Run the real `__main__.py` under Pulumi's mock runtime and record what the engine would receive.
 
 Mocks neither read stack files nor keep resource options, so this loads the stack file itself, hands its config to
-the runtime, and records options with its own monitor. A fresh monitor per run keeps runs independent.
+the runtime, and records options with its own monitor. A fresh monitor per run keeps runs independent. Deploy-time
+look-ups (invokes) are answered with each cloud's stand-ins (`STAND_INS` in components/<cloud>/lookups.py), and
+outputs a provider computes that a realizer reads with the values its realizer module declares (`COMPUTED`).
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import runpy
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 
+from components.clouds import CLOUDS
 from components.errors import SpecError
-from components.program import InvalidStack
+from components.paths import PROJECT_ROOT
+from components.plan.facts import DeployFacts
+from components.plan.model import ClusterPlan
+from components.program import InvalidStack, plan_from_config
+from components.realizers import look_up, lookups_module
+from components.spec import ClusterSpec
 from components.stackfile import StackFile
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
 PROJECT = "gpufleet"
 # Pulumi's marker for a secret value inside deserialized properties.
 _SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
@@ -45,20 +55,42 @@ def _short(urn: str) -> str | None:
     return urn.split("::")[-1]
 
 
-# Outputs a provider computes that programs read, as a first `pulumi up` would set them.
-_COMPUTED = {"aws:ec2/launchTemplate:LaunchTemplate": {"latestVersion": 1}}
+@cache
+def stand_ins() -> dict[str, dict]:
+    """Every cloud's stand-in answers, by invoke token."""
+    answers: dict[str, dict] = {}
+    for cloud in CLOUDS:
+        module = lookups_module(cloud)
+        if importlib.util.find_spec(module) is not None:
+            answers |= importlib.import_module(module).STAND_INS
+    return answers
+
+
+@cache
+def computed(package: str) -> dict[str, dict]:
+    """Outputs a provider computes that the realizer of the package's cloud reads (its module's COMPUTED), by
+    resource type, as a first `pulumi up` would set them."""
+    cloud = next((c for c in CLOUDS.values() if c.pulumi_package == package), None)
+    return getattr(importlib.import_module(cloud.realizer), "COMPUTED", {}) if cloud else {}
 
 
 class _Mocks(pulumi.runtime.Mocks):
-    """Every resource echoes its inputs and gains the ids and names a provider would assign."""
+    """Every resource echoes its inputs and gains the ids and names a provider would assign; every look-up gets its
+    cloud's stand-in answer (an invoke without one is an error, not an empty answer) and is recorded."""
+
+    def __init__(self) -> None:
+        self.invokes: list[dict[str, Any]] = []
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
-        state = {"arn": f"arn:mock:{args.typ}:{args.name}", "name": args.name, **_COMPUTED.get(args.typ, {}),
-                 **args.inputs}
+        provided = computed(args.typ.split(":", 1)[0]).get(args.typ, {})
+        state = {"arn": f"arn:mock:{args.typ}:{args.name}", "name": args.name, **provided, **args.inputs}
         return f"{args.name}-id", state
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
-        return {}
+        if args.token not in stand_ins():
+            raise LookupError(f"no stand-in answer for the invoke {args.token}: add it to its cloud's STAND_INS")
+        self.invokes.append({"token": args.token, "args": _unwrap(dict(args.args))})
+        return stand_ins()[args.token]
 
 
 class _RecordingMonitor(pulumi_mocks.MockMonitor):
@@ -95,25 +127,44 @@ def _options(request) -> dict[str, Any]:
 
 @dataclass
 class Preview:
-    """What `pulumi preview` would register for one stack, recorded offline."""
+    """What `pulumi preview` would register for one stack, recorded offline: resources, outputs, the look-ups the
+    program made, and the plan it built."""
 
     stack: str
+    plan: ClusterPlan | None = None
     resources: list[dict[str, Any]] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
+    invokes: list[dict[str, Any]] = field(default_factory=list)
 
 
-def run_program(stack: StackFile, project_dir: Path = PROJECT_DIR) -> Preview:
-    """Run `__main__.py` for a stack under mocks; a bad stack raises SpecError, exactly as the program found it."""
+def _mock_runtime(stack: StackFile) -> _RecordingMonitor:
+    """A fresh mock runtime for one stack, with its config; a new root stack, or exports of an earlier run in this
+    process would leak into this one."""
     monitor = _RecordingMonitor(_Mocks())
-    # A new root stack per run, or exports of an earlier run in this process would leak into this one.
     pulumi.runtime.settings.set_root_resource(None)
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack.name, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config(stack.engine_config())
+    return monitor
+
+
+def stand_in_facts(stack: StackFile, spec: ClusterSpec) -> DeployFacts:
+    """The deploy-time facts a spec needs, as the program would look them up, answered by the stand-ins."""
+    _mock_runtime(stack)
+    return look_up(spec)
+
+
+def run_program(stack: StackFile, project_dir: Path = PROJECT_ROOT) -> Preview:
+    """Run `__main__.py` for a stack under mocks; a bad stack raises SpecError, exactly as the program found it."""
+    monitor = _mock_runtime(stack)
     program = project_dir / "__main__.py"
+    preview = Preview(stack=stack.name, resources=monitor.records, outputs=monitor.outputs)
 
     @pulumi.runtime.test
     def run() -> pulumi.Output:
         runpy.run_path(str(program), run_name="__main__")
+        preview.invokes = list(monitor.mocks.invokes)
+        # The plan the program built, from the same config and the same look-up answers.
+        preview.plan = plan_from_config()
         # Mocks register the stack's outputs before the program runs: read the exports off the root stack instead.
         exports = pulumi.Output.from_input(pulumi.runtime.get_root_resource().outputs)
         return exports.apply(lambda values: monitor.outputs.update(_unwrap(values)))
@@ -122,4 +173,4 @@ def run_program(stack: StackFile, project_dir: Path = PROJECT_DIR) -> Preview:
         run()
     except InvalidStack as error:
         raise SpecError(error.spec_error.problems, str(stack.path)) from None
-    return Preview(stack=stack.name, resources=monitor.records, outputs=monitor.outputs)
+    return preview

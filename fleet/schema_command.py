@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from components.paths import PROJECT_ROOT
 from components.spec import ClusterSpec
 
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "cluster.schema.json"
+SCHEMA_PATH = PROJECT_ROOT / "schema" / "cluster.schema.json"
 
 
 def schema_text() -> str:

@@ -5,12 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from components.errors import Problem, SpecError
+from components.paths import PROJECT_ROOT
+from components.plan.facts import DeployFacts, lookups
 from components.plan.model import ClusterPlan
-from components.program import load, region_key
+from components.plan.planner import plan
+from components.program import region_key
+from components.rules import validate
 from components.spec import ClusterSpec
 from components.stackfile import CLUSTER_KEY, StackFile, load_stack_file, stack_name_problem, stack_path
-
-PROJECT_DIR = Path(__file__).resolve().parent.parent
+from fleet.preview import stand_in_facts
 
 
 def resolve(stack: str | None, stack_file: str | None) -> StackFile:
@@ -25,15 +28,17 @@ def resolve(stack: str | None, stack_file: str | None) -> StackFile:
     if problem:
         raise SpecError([Problem("--stack", f"{problem}.", "pass the stack's name as `pulumi stack ls` shows it, "
                                  "or the file with --stack-file PATH.")])
-    return load_stack_file(stack_path(PROJECT_DIR, parts[-1]))
+    return load_stack_file(stack_path(PROJECT_ROOT, parts[-1]))
 
 
 def spec_and_plan(stack: StackFile) -> tuple[ClusterSpec, ClusterPlan]:
-    """The same spec and plan the Pulumi program builds, without the runtime (for cost, local bring-up)."""
+    """The same spec and plan the Pulumi program builds, without the engine (for cost, local bring-up): deploy-time
+    look-ups, where a spec needs any, get the preview's stand-in answers."""
     raw = stack.config.get(CLUSTER_KEY)
     key = region_key(raw)
     region = str(stack.config.get(key, "")) if key else ""
     try:
-        return load(raw, region, stack.name)
+        spec = validate(raw, region, stack.name)
+        return spec, plan(spec, stack.name, stand_in_facts(stack, spec) if lookups(spec) else DeployFacts())
     except SpecError as error:
         raise SpecError(error.problems, str(stack.path)) from None

@@ -11,8 +11,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from components.clouds import profile
+
 ADVISORY, MANDATORY = "advisory", "mandatory"
 UNKNOWN = "[unknown]"
+# Characters that make a resource name in a permission document match more than one resource.
+WILDCARDS = ("*", "?")
 
 Resource = dict[str, Any]
 Inputs = dict[str, Any]
@@ -66,3 +70,88 @@ def present(value: Any) -> bool:
 def of_type(resources: list[Resource], *tokens: str) -> list[Resource]:
     """The resources of the given Pulumi type tokens, in registration order."""
     return [r for r in resources if r["type"] in tokens]
+
+
+def package_of(kind: str) -> str:
+    """The Pulumi package a type token belongs to: "aws" in "aws:ec2/instance:Instance"."""
+    return kind.split(":", 1)[0]
+
+
+@dataclass(frozen=True)
+class Ingress:
+    """One range an inbound allow rule admits, as every cloud has it: protocol, ports as written, the range as
+    written (a rule with several ranges is one Ingress per range), description."""
+
+    protocol: object
+    ports: str
+    cidr: object
+    description: object
+
+
+class Reader:
+    """How one cloud's resources read as what the cloud-neutral rules judge (policy/clouds/<cloud>.py holds each,
+    with its READER and the RULES only that cloud needs). Every reading defaults to "nothing here": a cloud
+    declares only what it has, and readings of stack rules pick their cloud's resources by type token."""
+
+    storage_actions: tuple[str, ...] = ()  # prefixes of this cloud's object-storage actions, lowercase
+
+    def __init__(self, cloud: str) -> None:
+        self.cloud = cloud
+        self.package = profile(cloud).pulumi_package
+
+    @property
+    def user_data_limit(self) -> int | None:
+        return profile(self.cloud).max_user_data_bytes
+
+    def ingress(self, kind: str, inputs: Inputs) -> Iterable[Ingress]:
+        """Every range a resource admits from outside the cluster (IPv4 and IPv6 alike)."""
+        return ()
+
+    def policy_documents(self, kind: str, inputs: Inputs) -> Iterable[object]:
+        """The permission documents (IAM, RAM, CAM) a resource holds, as written: JSON text or an object."""
+        return ()
+
+    def bucket_of(self, resource: str) -> str | None:
+        """The bucket part of an object-storage resource name in this cloud's documents; None for another
+        service's resource."""
+        return None
+
+    def metadata(self, kind: str, inputs: Inputs) -> Iterable[str]:
+        """A finding when a node's instance metadata answers without a session token."""
+        return ()
+
+    def disks(self, kind: str, inputs: Inputs) -> Iterable[tuple[str, object]]:
+        """(disk, its encryption flag) for every disk a node resource gets."""
+        return ()
+
+    def bucket_encryption(self, kind: str, inputs: Inputs) -> Iterable[str]:
+        """A finding for a bucket that carries no encryption inline."""
+        return ()
+
+    def user_data(self, kind: str) -> tuple[tuple[str, bool | None], ...]:
+        """The fields holding user-data on this type, each with whether it is base64 (None: either)."""
+        return ()
+
+    def public_ip(self, kind: str, inputs: Inputs) -> Iterable[str]:
+        """A finding for a public address on a node with several interfaces."""
+        return ()
+
+    def fabric_layout(self, kind: str, inputs: Inputs) -> Iterable[str]:
+        """Findings where a node's fabric interfaces differ from the catalog's for its type."""
+        return ()
+
+    def spot(self, resource: Resource) -> bool:
+        """Whether a resource launches spot capacity."""
+        return False
+
+    def buckets(self) -> tuple[str, ...]:
+        """The type tokens of this cloud's buckets."""
+        return ()
+
+    def self_traffic(self, resources: list[Resource]) -> Iterable[tuple[str, str]]:
+        """Findings where the fabric in use needs the group open to itself both ways and it is not."""
+        return ()
+
+    def placement(self, resources: list[Resource]) -> Iterable[tuple[str, str]]:
+        """Findings where a placement group spans more than one zone or subnet."""
+        return ()

@@ -1,6 +1,8 @@
 # shellcheck shell=bash
 # Sourced by every gpufleet node script: one place for paths (under GPUFLEET_ROOT in local mode), logging, instance
-# metadata and the node's settings.
+# metadata, the node's settings and its cloud's adapter (gpufleet-cloud.sh: cloud_copy, cloud_mark_unhealthy,
+# cloud_addresses, cloud_install_fabric, cloud_group_leaving, cloud_complete_drain, cloud_publish_gpu_util). A node
+# without an adapter for its cloud stops here.
 ROOT="${GPUFLEET_ROOT:-/}"
 ROOT="${ROOT%/}"
 ETC="$ROOT/etc/gpufleet"
@@ -22,8 +24,8 @@ fail() { log "FATAL: $*"; printf '%s\n' "$*" > "$RUN/failure"; }
 die() { fail "$@"; exit 1; }
 is_local() { [ "$GF_LOCAL" = 1 ]; }
 
-# GET from instance metadata. Where the cloud requires a session token (AWS IMDSv2, Alibaba's hardened mode), PUT
-# for one first; the planner names the token URL and header per cloud, the two clouds differ only in those names.
+# GET from instance metadata. Where the cloud requires a session token, PUT for one first; the cloud's profile
+# names the token URL and header, and clouds differ only in those names.
 meta() { # URL
   local token
   if [ -z "$GF_IMDS_TOKEN_URL" ]; then
@@ -33,3 +35,7 @@ meta() { # URL
   token="$(curl -fsS --max-time 3 -X PUT -H "$GF_IMDS_TOKEN_HEADER-ttl-seconds: 21600" "$GF_IMDS_TOKEN_URL")" || return
   curl -fsS --max-time 3 -H "$GF_IMDS_TOKEN_HEADER: $token" "$1"
 }
+
+[ -f "$BIN/gpufleet-cloud.sh" ] || die "no node-script adapter for cloud '$GF_CLOUD'"
+# shellcheck source=/dev/null
+. "$BIN/gpufleet-cloud.sh"

@@ -9,6 +9,7 @@ import pulumi
 from components.alicloud.head import AliHead
 from components.alicloud.identity import AliIdentity
 from components.alicloud.network import AliNetwork
+from components.alicloud.nodes import NodeArgs
 from components.alicloud.security import AliSecurity
 from components.alicloud.storage import AliStorage
 from components.alicloud.workers import AliWorkers
@@ -23,18 +24,21 @@ class AliCluster(pulumi.ComponentResource):
         name = plan.name
         super().__init__("gpufleet:alicloud:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        network = AliNetwork(name, plan, opts=child)
-        security = AliSecurity(name, plan, network.vpc.id, opts=child)
-        identity = AliIdentity(name, plan, opts=child)
-        storage = AliStorage(name, plan, opts=child)
-        role = identity.role.role_name
-        head = AliHead(name, plan, network.private.id, security.group.id, role, opts=child)
-        workers = (AliWorkers(name, plan, network.private.id, security.group.id, role, opts=child)
-                   if plan.scaling.workers_max > 0 else None)
+        tags = plan.tag_map
+        network = AliNetwork(name, net=plan.network, zone=plan.zone, tags=tags, opts=child)
+        security = AliSecurity(name, cluster=plan.name, rules=plan.firewall, vpc_id=network.vpc.id, tags=tags,
+                               opts=child)
+        identity = AliIdentity(name, bucket=plan.storage.bucket, tags=tags, opts=child)
+        storage = AliStorage(name, storage=plan.storage, tags=tags, opts=child)
+        nodes = NodeArgs.of(plan, network.private.id, security.group.id, identity.role.role_name)
+        head = AliHead(name, nodes, plan.head, plan.network.head_address, opts=child)
+        workers = [AliWorkers(name, nodes, plan.worker, group, plan.scaling.gpu_util_target, opts=child)
+                   for group in plan.workers]
         self.outputs: dict[str, Any] = {
             **plan_outputs(plan),
             "headInstanceId": head.instance.id,
-            "workerGroup": workers.group.id if workers else None,
+            "image": head.instance.image_id,
+            "workerGroup": workers[0].group.id if workers else None,
             "deploymentSet": head.deployment_set.id if head.deployment_set else None,
             "securityGroupId": security.group.id,
             "bucket": storage.bucket.bucket,

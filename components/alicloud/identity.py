@@ -7,12 +7,10 @@ import json
 import pulumi
 import pulumi_alicloud as alicloud
 
-from components.plan.model import ClusterPlan
 
-
-def node_policy(plan: ClusterPlan) -> dict:
+def node_policy(bucket_name: str) -> dict:
     """Least privilege: read/write one bucket; list the cluster's nodes, tag them, mark them unhealthy."""
-    bucket = f"acs:oss:*:*:{plan.storage.bucket}"
+    bucket = f"acs:oss:*:*:{bucket_name}"
     return {
         "Version": "1",
         "Statement": [
@@ -28,17 +26,18 @@ def node_policy(plan: ClusterPlan) -> dict:
 class AliIdentity(pulumi.ComponentResource):
     """Role ECS assumes, its one policy, and the attachment of the two."""
 
-    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, *, bucket: str, tags: dict[str, str],
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:alicloud:Identity", f"{name}-identity", None, opts)
         child = pulumi.ResourceOptions(parent=self)
         trust = {"Version": "1", "Statement": [
             {"Effect": "Allow", "Principal": {"Service": ["ecs.aliyuncs.com"]}, "Action": "sts:AssumeRole"}]}
         # The role ECS assumes for the nodes.
         self.role = alicloud.ram.Role(f"{name}-node-role", role_name=f"{name}-node",
-                                      assume_role_policy_document=json.dumps(trust), tags=plan.tag_map, opts=child)
+                                      assume_role_policy_document=json.dumps(trust), tags=tags, opts=child)
         # Its only permissions.
         policy = alicloud.ram.Policy(f"{name}-node-policy", policy_name=f"{name}-node",
-                                     policy_document=json.dumps(node_policy(plan)), tags=plan.tag_map, opts=child)
+                                     policy_document=json.dumps(node_policy(bucket)), tags=tags, opts=child)
         # The policy on the role.
         alicloud.ram.RolePolicyAttachment(f"{name}-node-policy-attachment", role_name=self.role.role_name,
                                           policy_name=policy.policy_name, policy_type="Custom", opts=child)

@@ -5,25 +5,25 @@ from __future__ import annotations
 import pulumi
 import pulumi_alicloud as alicloud
 
-from components.plan.model import ClusterPlan
+from components.plan.model import NetworkPlan
 
 
 class AliNetwork(pulumi.ComponentResource):
     """The cluster's network in one zone; nodes have no public address and leave through NAT."""
 
-    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, *, net: NetworkPlan, zone: str, tags: dict[str, str],
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:alicloud:Network", f"{name}-network", None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        tags, net = plan.tag_map, plan.network
         # The VPC.
         self.vpc = alicloud.vpc.Network(f"{name}-vpc", vpc_name=f"{name}-vpc", cidr_block=net.vpc_cidr, tags=tags,
                                         opts=child)
         # Nodes live in one vSwitch in the plan's zone (eRDMA and the deployment set stay in one zone).
         self.private = alicloud.vpc.Switch(f"{name}-private", vpc_id=self.vpc.id, cidr_block=net.private.cidr,
-                                           zone_id=plan.zone, vswitch_name=f"{name}-private", tags=tags, opts=child)
+                                           zone_id=zone, vswitch_name=f"{name}-private", tags=tags, opts=child)
         # The NAT gateway's own vSwitch.
         public = alicloud.vpc.Switch(f"{name}-public", vpc_id=self.vpc.id, cidr_block=net.public.cidr,
-                                     zone_id=plan.zone, vswitch_name=f"{name}-public", tags=tags, opts=child)
+                                     zone_id=zone, vswitch_name=f"{name}-public", tags=tags, opts=child)
         # Enhanced NAT gateway: outbound only (packages, drivers, OSS over the internet endpoint).
         nat = alicloud.vpc.NatGateway(f"{name}-nat", vpc_id=self.vpc.id, vswitch_id=public.id, nat_type="Enhanced",
                                       payment_type="PayAsYouGo", nat_gateway_name=f"{name}-nat", tags=tags,

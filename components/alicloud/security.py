@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_alicloud as alicloud
 
-from components.plan.model import ClusterPlan, FirewallRule
+from components.plan.model import FirewallRule
 
 
 def rule_args(rule: FirewallRule) -> dict:
@@ -19,16 +19,16 @@ def rule_args(rule: FirewallRule) -> dict:
 class AliSecurity(pulumi.ComponentResource):
     """One security group for every node and every interface (ERIs share it)."""
 
-    def __init__(self, name: str, plan: ClusterPlan, vpc_id: pulumi.Input[str],
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, *, cluster: str, rules: tuple[FirewallRule, ...], vpc_id: pulumi.Input[str],
+                 tags: dict[str, str], opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:alicloud:Security", f"{name}-security", None, opts)
         child = pulumi.ResourceOptions(parent=self)
         # Members do not reach each other implicitly (Drop): only the plan's rules below open traffic.
         self.group = alicloud.ecs.SecurityGroup(f"{name}-sg", vpc_id=vpc_id, security_group_type="normal",
                                                 inner_access_policy="Drop", security_group_name=f"{name}-sg",
-                                                description=f"gpufleet {plan.name} nodes", tags=plan.tag_map,
+                                                description=f"gpufleet {cluster} nodes", tags=tags,
                                                 opts=child)
-        for index, rule in enumerate(plan.firewall):
+        for index, rule in enumerate(rules):
             peer = {"source_security_group_id": self.group.id} if rule.peer == "self" else {}
             # One rule of the plan's firewall.
             alicloud.ecs.SecurityGroupRule(f"{name}-{rule.direction}-{index}", security_group_id=self.group.id,

@@ -6,18 +6,19 @@ import pulumi
 import pulumi_alicloud as alicloud
 
 from components.bundle import write_bundle
-from components.plan.model import ClusterPlan
-from components.realizers.paths import BUNDLE_DIR
+from components.paths import BUNDLE_DIR
+from components.plan.model import StoragePlan
 
 
 class AliStorage(pulumi.ComponentResource):
     """Checkpoints survive the nodes: they are synced here and pulled back on resume."""
 
-    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, *, storage: StoragePlan, tags: dict[str, str],
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:alicloud:Storage", f"{name}-storage", None, opts)
         child = pulumi.ResourceOptions(parent=self)
         # The bucket, named by the plan so user-data can name it before it exists; encrypted at rest with KMS.
-        self.bucket = alicloud.oss.Bucket(f"{name}-checkpoints", bucket=plan.storage.bucket, tags=plan.tag_map,
+        self.bucket = alicloud.oss.Bucket(f"{name}-checkpoints", bucket=storage.bucket, tags=tags,
                                           server_side_encryption_rule={"sse_algorithm": "KMS"}, opts=child)
         # Private: no anonymous reads or writes.
         alicloud.oss.BucketAcl(f"{name}-acl", bucket=self.bucket.id, acl="private", opts=child)
@@ -27,6 +28,6 @@ class AliStorage(pulumi.ComponentResource):
         # Every write kept as a version: a bad sync cannot destroy the last good checkpoint.
         alicloud.oss.BucketVersioning(f"{name}-versioning", bucket=self.bucket.id, status="Enabled", opts=child)
         # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
-        alicloud.oss.BucketObject(f"{name}-code", bucket=self.bucket.id, key=plan.storage.code_key,
-                                  source=str(write_bundle(BUNDLE_DIR, plan.storage.code_sha256)), opts=child)
+        alicloud.oss.BucketObject(f"{name}-code", bucket=self.bucket.id, key=storage.code_key,
+                                  source=str(write_bundle(BUNDLE_DIR, storage.code_sha256)), opts=child)
         self.register_outputs({"bucket": self.bucket.id})

@@ -6,13 +6,17 @@ from typing import Any
 
 import pulumi
 
-from components.aws.compute import HEAD_REPLACEMENT, AwsCompute
+from components.aws.compute import AwsCompute, ComputeArgs
 from components.aws.iam import AwsIdentity
 from components.aws.network import AwsNetwork
 from components.aws.security import AwsSecurity
 from components.aws.storage import AwsStorage
 from components.plan.model import ClusterPlan
 from components.realizers.outputs import plan_outputs
+
+# What AWS computes that this realizer reads (a launch template's latest version, which the nodes pin), as a first
+# `pulumi up` sets it: the preview's mocks answer with it (fleet/preview.py).
+COMPUTED = {"aws:ec2/launchTemplate:LaunchTemplate": {"latestVersion": 1}}
 
 
 class AwsCluster(pulumi.ComponentResource):
@@ -22,20 +26,22 @@ class AwsCluster(pulumi.ComponentResource):
         name = plan.name
         super().__init__("gpufleet:aws:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        network = AwsNetwork(name, plan, opts=child)
-        security = AwsSecurity(name, plan, network.vpc.id, opts=child)
-        identity = AwsIdentity(name, plan, opts=child)
-        self.storage = AwsStorage(name, plan, opts=child)
-        self.compute = AwsCompute(name, plan, network.private.id, security.group.id, identity.profile.arn,
-                                  opts=child)
+        tags = plan.tag_map
+        network = AwsNetwork(name, net=plan.network, zone=plan.zone, region=plan.region, tags=tags, opts=child)
+        security = AwsSecurity(name, cluster=plan.name, rules=plan.firewall, vpc_id=network.vpc.id, tags=tags,
+                               opts=child)
+        identity = AwsIdentity(name, cluster=plan.name, bucket=plan.storage.bucket, tags=tags, opts=child)
+        self.storage = AwsStorage(name, storage=plan.storage, tags=tags, opts=child)
+        self.compute = AwsCompute(name, ComputeArgs.of(plan, network.private.id, security.group.id,
+                                                       identity.profile.arn), opts=child)
         self.outputs: dict[str, Any] = {
             **plan_outputs(plan),
             "headInstanceId": self.compute.head.id,
-            "workerGroup": self.compute.workers.name if self.compute.workers else None,
-            "placementGroup": self.compute.placement_group.name if self.compute.placement_group else None,
+            "image": self.compute.head.ami,
+            "workerGroup": self.compute.workers[0].name if self.compute.workers else None,
+            "placementGroup": next((g.name for g in self.compute.placement_groups.values()), None),
             "securityGroupId": security.group.id,
             "bucket": self.storage.bucket.bucket,
-            "headReplacement": HEAD_REPLACEMENT,
         }
         self.register_outputs(self.outputs)
 

@@ -1,35 +1,74 @@
-"""Nodes: a cluster placement group, one launch template per role, the head instance and the worker group."""
+"""Nodes: the plan's placement groups, one launch template per role, the head instance and the worker groups."""
 
 from __future__ import annotations
 
-import base64
-import gzip
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
 
-from components.plan.model import ClusterPlan, RolePlan
+from components.plan.model import (
+    MIXED,
+    ClusterPlan,
+    ImagePlan,
+    Interface,
+    LifecyclePlan,
+    MarketPlan,
+    PlacementPlan,
+    RolePlan,
+    WorkerGroupPlan,
+)
+from components.realizers.encoding import gzip_base64
 
 ROOT_DEVICE = "/dev/sda1"
 # Published by every GPU node (cloud-init/bin/gpufleet-gpu-metric, from DCGM), one series per cluster: the Average
-# of all nodes' points is the cluster's GPU utilisation, which target tracking needs (docs/cloud-facts.md).
+# of all nodes' points is the cluster's GPU utilisation, which target tracking needs
+# (docs/cloud-facts.md#aws-gpu-metric).
 GPU_METRIC = {"metric_name": "GPUUtilization", "namespace": "gpufleet", "statistic": "Average", "unit": "Percent"}
-# A worker the group takes away (scale-in, capacity rebalance, refresh, unhealthy) waits in Terminating:Wait until its
-# spot watcher has checkpointed and completed this hook, at most DRAIN_TIMEOUT_S; then the group goes on anyway.
-DRAIN_HOOK = "gpufleet-drain"
-DRAIN_TIMEOUT_S = 600
-HEAD_REPLACEMENT = ("the head is replaced (deleted first, so its fixed address is free) whenever its launch template "
-                    "gets a new version; the job stops with a checkpoint and resumes from it on the new head")
+# The plan's placement kinds as EC2 placement strategies, and its standby state as a warm pool's.
+STRATEGY = {"cluster": "cluster", "spread": "spread"}
+POOL_STATE = {"stopped": "Stopped"}
 
 
-def _interfaces(plan: ClusterPlan, subnet_id: pulumi.Input[str], group_id: pulumi.Input[str],
-                fixed_ip: str | None) -> list[dict]:
+@dataclass(frozen=True)
+class ComputeArgs:
+    """The slice of the plan the nodes are made of, and the subnet, group and profile they use."""
+
+    cluster: str
+    instance_type: str
+    image: ImagePlan
+    interfaces: tuple[Interface, ...]
+    root_volume_gb: int
+    head_address: str
+    market: MarketPlan
+    placements: tuple[PlacementPlan, ...]
+    roles: tuple[RolePlan, RolePlan]
+    workers: tuple[WorkerGroupPlan, ...]
+    lifecycle: LifecyclePlan
+    gpu_util_target: float | None
+    tags: dict[str, str]
+    subnet_id: pulumi.Input[str]
+    group_id: pulumi.Input[str]
+    profile_arn: pulumi.Input[str]
+
+    @classmethod
+    def of(cls, plan: ClusterPlan, subnet_id: pulumi.Input[str], group_id: pulumi.Input[str],
+           profile_arn: pulumi.Input[str]) -> ComputeArgs:
+        return cls(cluster=plan.name, instance_type=plan.instance.name, image=plan.image,
+                   interfaces=plan.fabric.interfaces, root_volume_gb=plan.storage.root_volume_gb,
+                   head_address=plan.network.head_address,
+                   market=plan.market, placements=plan.placements, roles=(plan.head, plan.worker),
+                   workers=plan.workers, lifecycle=plan.lifecycle, gpu_util_target=plan.scaling.gpu_util_target,
+                   tags=plan.tag_map, subnet_id=subnet_id, group_id=group_id, profile_arn=profile_arn)
+
+
+def _interfaces(args: ComputeArgs, fixed_ip: str | None) -> list[dict]:
     """The plan's interfaces; each carries the security group, only the primary an address (never public)."""
     result = []
-    for nic in plan.fabric.interfaces:
+    for nic in args.interfaces:
         primary = nic.card == 0 and nic.device == 0
-        spec = {"device_index": nic.device, "network_card_index": nic.card, "subnet_id": subnet_id,
-                "security_groups": [group_id], "delete_on_termination": "true"}
+        spec = {"device_index": nic.device, "network_card_index": nic.card, "subnet_id": args.subnet_id,
+                "security_groups": [args.group_id], "delete_on_termination": "true"}
         if nic.kind in ("efa", "efa-only"):
             spec["interface_type"] = nic.kind
         if primary:
@@ -40,9 +79,8 @@ def _interfaces(plan: ClusterPlan, subnet_id: pulumi.Input[str], group_id: pulum
     return result
 
 
-def _market_options(plan: ClusterPlan) -> dict:
+def _market_options(market: MarketPlan) -> dict:
     """Capacity Block or reservation targeting; spot is never set here (the group's mixed policy owns it)."""
-    market = plan.market
     options: dict = {}
     if market.reservation_id:
         options["capacity_reservation_specification"] = {
@@ -60,87 +98,94 @@ def _version(template: aws.ec2.LaunchTemplate) -> pulumi.Output[str]:
 class AwsCompute(pulumi.ComponentResource):
     """The head (on-demand, fixed address: the rendezvous host) and the workers (scaling group, spot mix)."""
 
-    def __init__(self, name: str, plan: ClusterPlan, subnet_id: pulumi.Input[str], group_id: pulumi.Input[str],
-                 profile_arn: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, args: ComputeArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:aws:Compute", f"{name}-compute", None, opts)
-        self._plan, self._name = plan, name
-        self._subnet_id, self._group_id, self._profile_arn = subnet_id, group_id, profile_arn
+        self._args, self._name = args, name
         child = pulumi.ResourceOptions(parent=self)
-        self.placement_group = None
-        if plan.placement_group:
-            # All nodes on one network spine: the lowest latency EFA can give.
-            self.placement_group = aws.ec2.PlacementGroup(f"{name}-pg", strategy="cluster", tags=plan.tag_map,
-                                                          opts=child)
-        head_template = self._template(plan.head, fixed_ip=plan.network.head_address)
+        self.placement_groups: dict[str, aws.ec2.PlacementGroup] = {}
+        for index, group in enumerate(args.placements):
+            # The plan's placement group (cluster: all nodes on one network spine; spread: one rack per node).
+            self.placement_groups[group.kind] = aws.ec2.PlacementGroup(
+                f"{name}-pg" if index == 0 else f"{name}-{group.kind}-pg", strategy=STRATEGY[group.kind],
+                tags=args.tags, opts=child)
+        head, worker = args.roles
+        head_template = self._template(head, fixed_ip=args.head_address)
         # The head node: never spot, at the fixed address every worker rendezvouses with. Its template version is
-        # pinned, so a replacement happens when the template changes and only then; deleted before its successor is
-        # created, because both would ask for the same fixed address (HEAD_REPLACEMENT).
+        # pinned, so it is replaced when the template changes and only then, as the plan's lifecycle says (deleted
+        # before its successor is created, since both would ask for the same fixed address).
         self.head = aws.ec2.Instance(
             f"{name}-head", launch_template={"id": head_template.id, "version": _version(head_template)},
-            tags={**plan.tag_map, "Name": f"{name}-head", "gpufleet:role": "head"},
-            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True))
-        self.workers = self._workers(plan) if plan.scaling.workers_max > 0 else None
+            tags={**head.tag_map, "Name": f"{name}-head"},
+            opts=pulumi.ResourceOptions(parent=self,
+                                        delete_before_replace=args.lifecycle.head_replacement is not None))
+        self.workers = [self._workers(group, worker) for group in args.workers]
         self.register_outputs({"headId": self.head.id})
 
+    def _placement(self, role: str) -> dict | None:
+        groups = [self.placement_groups[p.kind] for p in self._args.placements if role in p.roles]
+        return {"group_name": groups[0].name} if groups else None
+
     def _template(self, role: RolePlan, fixed_ip: str | None = None) -> aws.ec2.LaunchTemplate:
-        plan, name = self._plan, self._name
-        tags = {**plan.tag_map, "gpufleet:role": role.role}
-        placement = {"group_name": self.placement_group.name} if self.placement_group else None
+        args, name = self._args, self._name
+        tags = role.tag_map
         # Launch template of one role: IMDSv2 only, encrypted gp3 root, the fabric's interfaces.
         return aws.ec2.LaunchTemplate(
-            f"{name}-{role.role}-lt", image_id=plan.image.ref, instance_type=plan.instance.name,
-            # gzip keeps the cloud-config under EC2's 16 KB; cloud-init unpacks it. mtime=0: same bytes every run.
-            user_data=base64.b64encode(gzip.compress(role.user_data.encode(), mtime=0)).decode(),
-            iam_instance_profile={"arn": self._profile_arn},
+            f"{name}-{role.role}-lt", image_id=args.image.ref, instance_type=args.instance_type,
+            user_data=gzip_base64(role.user_data),
+            iam_instance_profile={"arn": args.profile_arn},
             metadata_options={"http_tokens": "required", "http_endpoint": "enabled",
                               "http_put_response_hop_limit": 2, "instance_metadata_tags": "enabled"},
             block_device_mappings=[{"device_name": ROOT_DEVICE, "ebs": {
-                "volume_size": plan.storage.root_volume_gb, "volume_type": "gp3", "encrypted": "true",
+                "volume_size": args.root_volume_gb, "volume_type": "gp3", "encrypted": "true",
                 "delete_on_termination": "true"}}],
-            network_interfaces=_interfaces(plan, self._subnet_id, self._group_id, fixed_ip),
-            placement=placement, update_default_version=True, tags=tags,
+            network_interfaces=_interfaces(args, fixed_ip),
+            placement=self._placement(role.role), update_default_version=True, tags=tags,
             tag_specifications=[{"resource_type": kind, "tags": tags}
                                 for kind in ("instance", "volume", "network-interface")],
-            opts=pulumi.ResourceOptions(parent=self), **_market_options(plan))
+            opts=pulumi.ResourceOptions(parent=self), **_market_options(args.market))
 
-    def _workers(self, plan: ClusterPlan) -> aws.autoscaling.Group:
-        name, scaling, market = self._name, plan.scaling, plan.market
-        template = self._template(plan.worker)
+    def _workers(self, workers: WorkerGroupPlan, role: RolePlan) -> aws.autoscaling.Group:
+        args, name, market, lifecycle = self._args, self._name, self._args.market, self._args.lifecycle
+        template = self._template(role)
         spec = {"launch_template_id": template.id, "version": _version(template)}
         capacity: dict = {"launch_template": {"id": template.id, "version": _version(template)}}
-        if market.uses_spot:
+        if workers.market == MIXED:
             capacity = {"mixed_instances_policy": {
                 "launch_template": {"launch_template_specification": spec},
                 "instances_distribution": {
                     "on_demand_base_capacity": market.on_demand_base,
                     "on_demand_percentage_above_base_capacity": 100 - market.spot_percent,
                     "spot_allocation_strategy": market.spot_strategy,
-                    "spot_max_price": "" if market.max_spot_price is None else f"{market.max_spot_price:.4f}"}},
-                "capacity_rebalance": True}
-        warm_pool = ({"warm_pool": {"pool_state": "Stopped", "min_size": scaling.standby}}
-                     if scaling.standby else {})
-        # Workers: bounded by the stack, rolled when their launch template (user-data, code hash) changes: the pinned
+                    "spot_max_price": "" if market.max_spot_price is None else f"{market.max_spot_price:.4f}"}}}
+        if lifecycle.capacity_rebalance:
+            capacity["capacity_rebalance"] = True
+        warm_pool = ({"warm_pool": {"pool_state": POOL_STATE[lifecycle.standby_state], "min_size": lifecycle.standby}}
+                     if lifecycle.standby else {})
+        refresh = ({"instance_refresh": {"strategy": "Rolling", "preferences": {
+            "min_healthy_percentage": lifecycle.refresh_min_healthy_percent}}}
+            if lifecycle.refresh_min_healthy_percent is not None else {})
+        # Workers: bounded by the plan, rolled when their launch template (user-data, code hash) changes: the pinned
         # version changes with it, and a change of the launch template starts the instance refresh.
         group = aws.autoscaling.Group(
-            f"{name}-workers", min_size=scaling.workers_min, max_size=scaling.workers_max,
-            desired_capacity=scaling.workers_desired, vpc_zone_identifiers=[self._subnet_id],
-            health_check_type="EC2", health_check_grace_period=900,
-            instance_refresh={"strategy": "Rolling", "preferences": {"min_healthy_percentage": 50}},
-            tags=[{"key": key, "value": value, "propagate_at_launch": True}
-                  for key, value in {**plan.tag_map, "gpufleet:role": "worker"}.items()],
-            opts=pulumi.ResourceOptions(parent=self), **capacity, **warm_pool)
-        # Checkpoint before leaving: termination waits for the node's spot watcher (or DRAIN_TIMEOUT_S).
-        aws.autoscaling.LifecycleHook(
-            f"{name}-drain", name=DRAIN_HOOK, autoscaling_group_name=group.name,
-            lifecycle_transition="autoscaling:EC2_INSTANCE_TERMINATING", heartbeat_timeout=DRAIN_TIMEOUT_S,
-            default_result="CONTINUE", opts=pulumi.ResourceOptions(parent=self))
-        if scaling.gpu_util_target is not None:
+            f"{name}-{workers.name}", min_size=workers.min_size, max_size=workers.max_size,
+            desired_capacity=workers.desired, vpc_zone_identifiers=[args.subnet_id],
+            health_check_type="EC2", health_check_grace_period=lifecycle.health_grace_s,
+            tags=[{"key": key, "value": value, "propagate_at_launch": True} for key, value in role.tags],
+            opts=pulumi.ResourceOptions(parent=self), **capacity, **warm_pool, **refresh)
+        if lifecycle.drain is not None:
+            # Checkpoint before leaving: termination waits for the node's spot watcher (or the drain's timeout).
+            aws.autoscaling.LifecycleHook(
+                f"{name}-{workers.name}-drain", name=lifecycle.drain.hook, autoscaling_group_name=group.name,
+                lifecycle_transition="autoscaling:EC2_INSTANCE_TERMINATING",
+                heartbeat_timeout=lifecycle.drain.timeout_s, default_result="CONTINUE",
+                opts=pulumi.ResourceOptions(parent=self))
+        if args.gpu_util_target is not None:
             # Scale on the average GPU utilisation the nodes publish.
             aws.autoscaling.Policy(
                 f"{name}-gpu-util", autoscaling_group_name=group.name, policy_type="TargetTrackingScaling",
                 target_tracking_configuration={
-                    "target_value": scaling.gpu_util_target,
+                    "target_value": args.gpu_util_target,
                     "customized_metric_specification": {
-                        **GPU_METRIC, "metric_dimensions": [{"name": "Cluster", "value": plan.name}]}},
+                        **GPU_METRIC, "metric_dimensions": [{"name": "Cluster", "value": args.cluster}]}},
                 opts=pulumi.ResourceOptions(parent=self))
         return group

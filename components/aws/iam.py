@@ -7,22 +7,22 @@ import json
 import pulumi
 import pulumi_aws as aws
 
-from components.plan.model import ClusterPlan
-
-# What SSM Agent needs for Session Manager, as AWS's own AWSCloud9SSMInstanceProfile policy grants it.
+# What SSM Agent needs for Session Manager, as AWS's own AWSCloud9SSMInstanceProfile policy grants it
+# (docs/cloud-facts.md#aws-session-manager).
 SESSION_MANAGER = ["ssm:UpdateInstanceInformation", "ssmmessages:CreateControlChannel",
                    "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel"]
 
 
-def node_policy(plan: ClusterPlan) -> dict:
-    """Least privilege: each call a node script makes (cloud-init/bin), on this cluster's resources where AWS allows.
+def node_policy(cluster: str, bucket_name: str) -> dict:
+    """Least privilege: each call a node script makes (cloud-init/clouds/aws.sh), on this cluster's resources where
+    AWS allows.
 
     Describe calls and the Session Manager channel take no resource or tag condition (AWS's service authorization
     reference lists none for them): they read, or act only on the calling instance's own registration.
     """
-    bucket = f"arn:aws:s3:::{plan.storage.bucket}"
-    own = {"StringEquals": {"aws:ResourceTag/gpufleet:cluster": plan.name}}
-    own_group = {"StringEquals": {"autoscaling:ResourceTag/gpufleet:cluster": plan.name}}
+    bucket = f"arn:aws:s3:::{bucket_name}"
+    own = {"StringEquals": {"aws:ResourceTag/gpufleet:cluster": cluster}}
+    own_group = {"StringEquals": {"autoscaling:ResourceTag/gpufleet:cluster": cluster}}
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -54,18 +54,19 @@ def node_policy(plan: ClusterPlan) -> dict:
 class AwsIdentity(pulumi.ComponentResource):
     """Role, inline policy and instance profile for every node."""
 
-    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, *, cluster: str, bucket: str, tags: dict[str, str],
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:aws:Identity", f"{name}-identity", None, opts)
         child = pulumi.ResourceOptions(parent=self)
         assume = {"Version": "2012-10-17", "Statement": [
             {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
         # The role EC2 assumes for the nodes.
-        self.role = aws.iam.Role(f"{name}-node-role", assume_role_policy=json.dumps(assume), tags=plan.tag_map,
+        self.role = aws.iam.Role(f"{name}-node-role", assume_role_policy=json.dumps(assume), tags=tags,
                                  opts=child)
         # Its only permissions.
-        aws.iam.RolePolicy(f"{name}-node-policy", role=self.role.id, policy=json.dumps(node_policy(plan)),
+        aws.iam.RolePolicy(f"{name}-node-policy", role=self.role.id, policy=json.dumps(node_policy(cluster, bucket)),
                            opts=child)
         # The profile the launch templates attach.
-        self.profile = aws.iam.InstanceProfile(f"{name}-node-profile", role=self.role.name, tags=plan.tag_map,
+        self.profile = aws.iam.InstanceProfile(f"{name}-node-profile", role=self.role.name, tags=tags,
                                                opts=child)
         self.register_outputs({"roleArn": self.role.arn})

@@ -6,18 +6,19 @@ import pulumi
 import pulumi_aws as aws
 
 from components.bundle import write_bundle
-from components.plan.model import ClusterPlan
-from components.realizers.paths import BUNDLE_DIR
+from components.paths import BUNDLE_DIR
+from components.plan.model import StoragePlan
 
 
 class AwsStorage(pulumi.ComponentResource):
     """Checkpoints survive the nodes: they are synced here and pulled back on resume."""
 
-    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, *, storage: StoragePlan, tags: dict[str, str],
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:aws:Storage", f"{name}-storage", None, opts)
         child = pulumi.ResourceOptions(parent=self)
         # The bucket, named by the plan so user-data can name it before it exists.
-        self.bucket = aws.s3.Bucket(f"{name}-checkpoints", bucket=plan.storage.bucket, tags=plan.tag_map, opts=child)
+        self.bucket = aws.s3.Bucket(f"{name}-checkpoints", bucket=storage.bucket, tags=tags, opts=child)
         # Every write kept as a version: a bad sync cannot destroy the last good checkpoint.
         aws.s3.BucketVersioning(f"{name}-versioning", bucket=self.bucket.id, opts=child,
                                 versioning_configuration={"status": "Enabled"})
@@ -31,7 +32,7 @@ class AwsStorage(pulumi.ComponentResource):
                                        block_public_policy=True, ignore_public_acls=True,
                                        restrict_public_buckets=True, opts=child)
         # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
-        bundle = write_bundle(BUNDLE_DIR, plan.storage.code_sha256)
-        aws.s3.BucketObjectv2(f"{name}-code", bucket=self.bucket.id, key=plan.storage.code_key,
-                              source=pulumi.FileAsset(str(bundle)), tags=plan.tag_map, opts=child)
+        bundle = write_bundle(BUNDLE_DIR, storage.code_sha256)
+        aws.s3.BucketObjectv2(f"{name}-code", bucket=self.bucket.id, key=storage.code_key,
+                              source=pulumi.FileAsset(str(bundle)), tags=tags, opts=child)
         self.register_outputs({"bucket": self.bucket.id})

@@ -34,7 +34,7 @@ from pathlib import Path
 from components import bundle
 from components.boot import clouds, gpu, lifetime, metadata, network, pypi, rootfs, store, tls, vpc
 from components.boot.machine import Machine, MachineConfig, cgroup_path
-from components.bootstrap import user_data_files
+from components.local.cloudconfig import document
 from components.plan.model import ClusterPlan
 from components.realizers.encoding import gzip_base64
 
@@ -48,7 +48,7 @@ NETWORK_CFG = b"# gpufleet boot harness: the address is static (the plan's), not
 
 def node_settings(user_data: str) -> dict[str, str]:
     """The GF_* settings of rendered user-data's node.env (arrays as their shell text)."""
-    env = next(f for f in user_data_files(user_data) if f.path.endswith("/node.env")).content.decode()
+    env = next(f["content"] for f in document(user_data)["write_files"] if f["path"].endswith("/node.env"))
     settings = {}
     for line in env.splitlines():
         key, sep, value = line.partition("=")
@@ -129,9 +129,8 @@ class Boot:
 
         endpoints = (*store.endpoints(plan), *store.api_endpoints(plan))
         certs = tls.issue(self.directory / "tls", endpoints, gateway)
-        code = bundle.write_bundle(self.directory / "bucket")
-        if code.stem.removesuffix(".tar") != plan.storage.code_sha256:
-            raise RuntimeError("the plan's code_sha256 is not this checkout's bundle; render the plan again")
+        # Raises when the plan's code_sha256 is not a bundle of this checkout (a plan rendered from other sources).
+        code = bundle.write_bundle(self.directory / "bucket", plan.storage.code_sha256)
         seed = self.directory / "store-seed.json"
         seed.write_text(json.dumps(store.seed(plan, code)))
         self._service("store", [sys.executable, "-m", "components.boot.store", gateway, str(certs.cert),

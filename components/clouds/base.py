@@ -7,8 +7,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from components.limits import CloudLimits
+from components.plan.model import MarketPlan, PlacementPlan, ScalingPlan, WorkerGroupPlan
+from components.plan.workers import mixed_group
+
 if TYPE_CHECKING:
     from components.errors import Problem
+    from components.plan.placement import PlacementAsk
     from components.spec import ClusterSpec
 
 # Features a stack can ask for; a cloud that lacks one names it in `unsupported` with the reason.
@@ -21,15 +26,54 @@ GPU_UTIL_SCALING = "scaling on GPU utilisation"
 
 
 @dataclass(frozen=True)
+class ImageQuery:
+    """The image `image: auto` stands for where the cloud has no alias: the newest public build of this OS."""
+
+    os: str
+    version: str
+
+
+@dataclass(frozen=True)
+class AutoImage:
+    """What `image: auto` is on a cloud: an alias the cloud resolves at every launch, or a look-up at deploy time."""
+
+    alias: str | None = None
+    lookup: ImageQuery | None = None
+    has_drivers: bool = False
+
+
+def gpufleet_bucket(name: str, digest: str, region: str, account_id: str | None) -> str:
+    """The default checkpoint bucket: the cluster's name and a short hash of where it lives."""
+    return f"gpufleet-{name}-{digest}"[:63]
+
+
+def no_account(bucket: str) -> str | None:
+    return None
+
+
+def no_placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
+    """A cloud that declares no placement groups places nodes by zone, and cannot spread them."""
+    return "it has no spread placement for nodes." if ask.anti_affinity else ()
+
+
+def one_group(scaling: ScalingPlan, market: MarketPlan, placements: tuple[PlacementPlan, ...]
+              ) -> tuple[WorkerGroupPlan, ...]:
+    return mixed_group(scaling, market)
+
+
+@dataclass(frozen=True)
 class CloudProfile:
     """Facts of one cloud that decide a plan: fabrics, endpoints, MTUs, limits and unsupported features."""
 
     name: str
+    title: str  # the cloud's own name for itself, as messages say it ("Alibaba Cloud")
     region_key: str | None
     fabrics: frozenset[str]
     mtu: Mapping[str, int]
     bucket_scheme: str
     spot_notice_url: str
+    # What it accepts for the names, networks and sizes a stack sets (components.names, components.networks).
+    limits: CloudLimits
     metadata_url: str = ""  # instance metadata root (".../latest/meta-data") the node scripts read
     # Session token for metadata GETs where the cloud requires one: PUT to the URL with "<header>-ttl-seconds",
     # then send "<header>: <token>" (AWS IMDSv2, Alibaba's hardened mode); "" = plain GETs.
@@ -37,9 +81,31 @@ class CloudProfile:
     imds_token_header: str = ""
     spot_discount: float = 0.0
     reserved_discount: float = 0.0
-    max_user_data_bytes: int = 16384
+    # Base64 bytes of user-data a node may get: 16 KB on EC2, ECS and CVM alike
+    # (docs/cloud-facts.md#user-data-limit); None: no limit.
+    max_user_data_bytes: int | None = 16384
     spot_strategies: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     unsupported: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    pulumi_provider: str = ""
+    # The module whose `realize(plan)` declares the cloud's resources, and the package its Pulumi type tokens start
+    # with ("aws" in "aws:ec2/instance:Instance"; policy/clouds/<name>.py reads those resources). None: no resources.
+    realizer: str = ""
+    pulumi_package: str | None = None
+    auto_image: AutoImage = AutoImage()
+    # The default bucket's name (some clouds put the account id in it) and the account id a bucket name carries.
+    bucket_name: Callable[[str, str, str, str | None], str] = gpufleet_bucket
+    bucket_account: Callable[[str], str | None] = no_account
+    account_in_bucket: bool = False
+    # Placement groups for a stack, or the reason the cloud cannot place it as asked (components/plan/placement.py).
+    placement: Callable[[PlacementAsk], tuple[PlacementPlan, ...] | str] = no_placement
+    # The worker groups the cloud launches for the workers' bounds and market (components/plan/workers.py).
+    worker_groups: Callable[[ScalingPlan, MarketPlan, tuple[PlacementPlan, ...]], tuple[WorkerGroupPlan, ...]] = (
+        one_group)
+    # Lifecycle settings its groups offer (components/plan/lifecycle.py).
+    lifecycle: frozenset[str] = frozenset()
+    nat_egress: bool = True  # nodes leave through a NAT gateway (the local cluster has none)
+    # The nodes are processes on this machine (local mode: no driver install, the host's Python, paths under a node
+    # root), and NCCL/gloo settings such nodes need besides the fabric's.
+    runs_here: bool = False
+    nccl_env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # Rules only this cloud needs (e.g. spot inside a deployment set); run after the common ones.
     rules: tuple[Callable[[ClusterSpec, CloudProfile], Iterable[Problem]], ...] = ()

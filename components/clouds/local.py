@@ -1,16 +1,39 @@
 """The local cloud: network namespaces on this machine; spot notices come from a fake metadata endpoint."""
 
+from __future__ import annotations
+
 from types import MappingProxyType
 
-from components.clouds.base import CAPACITY_BLOCK, GPU_UTIL_SCALING, RESERVATION, WARM_POOL, CloudProfile
+from components.clouds.base import CAPACITY_BLOCK, GPU_UTIL_SCALING, RESERVATION, WARM_POOL, AutoImage, CloudProfile
+from components.limits import NOT_UNICAST, CloudLimits
+from components.plan.model import INSTANCES, MarketPlan, PlacementPlan, ScalingPlan
+from components.plan.placement import PlacementAsk
+from components.plan.workers import per_market
+
+
+def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
+    return "every local node runs on this machine." if ask.anti_affinity else ()
+
+
+def worker_groups(scaling: ScalingPlan, market: MarketPlan, placements: tuple[PlacementPlan, ...]):
+    """`fleet up` starts the desired workers, on-demand ones first, then the spot share (spot is emulated)."""
+    return per_market(scaling, market, INSTANCES)
+
 
 LOCAL = CloudProfile(
     name="local",
+    title="the local cloud",
     region_key=None,
     fabrics=frozenset({"tcp"}),
     mtu=MappingProxyType({"tcp": 1500}),
     bucket_scheme="file",
     spot_notice_url="http://{metadata}/latest/meta-data/spot/instance-action",
+    limits=CloudLimits(
+        vpc_prefixes=(8, 28),
+        subnet_prefixes=(8, 29),
+        subnet_reserved=2,  # network and broadcast address of a Linux bridge's subnet
+        vpc_refused=NOT_UNICAST,
+    ),
     metadata_url="http://{metadata}/latest/meta-data",
     spot_strategies=MappingProxyType({"price-capacity-optimized": "emulated"}),
     unsupported=MappingProxyType({
@@ -19,4 +42,14 @@ LOCAL = CloudProfile(
         WARM_POOL: "a local cluster keeps no standby nodes.",
         GPU_UTIL_SCALING: "a local cluster does not autoscale.",
     }),
+    # Local nodes are this machine: no image, and no driver stack to install.
+    auto_image=AutoImage(alias="local", has_drivers=True),
+    placement=placement,
+    worker_groups=worker_groups,
+    realizer="components.realizers.local_outputs",
+    max_user_data_bytes=None,
+    nat_egress=False,
+    runs_here=True,
+    # Local nodes share the host's hostname, which gloo would resolve to the host: pin both to the node's own eth0.
+    nccl_env=MappingProxyType({"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"}),
 )

@@ -1,4 +1,4 @@
-"""Tencent Cloud facts (FACTS.md): HCC RDMA, spot notices at metadata.tencentyun.com, COS.
+"""Tencent Cloud facts (docs/cloud-facts.md#tencent-cloud): HCC RDMA, spot notices at metadata.tencentyun.com, COS.
 
 HCC rules: on Tencent Cloud RDMA comes only with HCC types, and every HCC instance joins an HPC cluster in the zone.
 An AS scaling config (tencentcloud_iac_pulumi 0.2.3) takes no HPC cluster, so HCC workers are plain instances and an
@@ -7,20 +7,55 @@ Spot mix: the AS group has no spot-mix field, so non-HCC workers come in two AS 
 from the plan's market split; HCC workers are split the same way into on-demand and spot instances.
 """
 
+from __future__ import annotations
+
 import re
 from collections.abc import Iterable
+from ipaddress import IPv4Network
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from components import catalog
 from components.catalog import InstanceType
-from components.clouds.alicloud import explicit_image
-from components.clouds.base import CAPACITY_BLOCK, GPU_UTIL_SCALING, RESERVATION, WARM_POOL, CloudProfile
+from components.clouds.base import (
+    CAPACITY_BLOCK,
+    GPU_UTIL_SCALING,
+    RESERVATION,
+    WARM_POOL,
+    AutoImage,
+    CloudProfile,
+    ImageQuery,
+)
 from components.errors import Problem
-from components.spec import ClusterSpec
+from components.limits import ON_CLOUDS, CloudLimits, TagRules
+from components.plan.model import INSTANCES, ROLES, SCALING_GROUP, WORKER, MarketPlan, PlacementPlan, ScalingPlan
+from components.plan.placement import PlacementAsk
+from components.plan.workers import per_market
 from components.stackfile import CLUSTER_KEY
+
+if TYPE_CHECKING:
+    from components.spec import ClusterSpec
 
 # COS bucket names end in the account's APPID: <name>-<appid>.
 BUCKET_WITH_APPID = re.compile(r"^[a-z0-9-]+-(\d{6,})$")
+_TAG = re.compile(r"^[\w +\-=.:/@]*$")
+# docs/cloud-facts.md#tencent-limits, docs/cloud-facts.md#tencent-names
+LIMITS = CloudLimits(
+    vpc_prefixes=(12, 28),
+    subnet_prefixes=(12, 28),
+    # Not stated by Tencent Cloud: AWS's five, the most any of the three clouds keeps, to be safe.
+    subnet_reserved=5,
+    vpc_within=((IPv4Network("10.0.0.0/12"), 12), (IPv4Network("172.16.0.0/12"), 12),
+                (IPv4Network("192.168.0.0/16"), 16)),
+    vpc_refused=ON_CLOUDS,
+    group_max=2000,
+    tags=TagRules(max_tags=50, key_max=127, value_max=255, key_chars=_TAG, value_chars=_TAG,
+                  reserved_key_prefixes=("qcs:", "qcloud", "tencent", "project"), value_required=True,
+                  chars_hint="letters, digits, spaces and + - = . _ : / @ (COS bucket tags allow no others)"),
+    # <name>-<appid>.cos.<region>.myqcloud.com is at most 60 characters.
+    bucket_domain="{bucket}.cos.{region}.myqcloud.com",
+    bucket_domain_max=60,
+)
 
 
 def is_hcc(row: InstanceType) -> bool:
@@ -28,9 +63,34 @@ def is_hcc(row: InstanceType) -> bool:
     return row.fabric == "rdma"
 
 
-def bucket_appid(bucket: str) -> str:
-    """The APPID a COS bucket name ends with (the spec guarantees it)."""
-    return BUCKET_WITH_APPID.match(bucket)[1]
+def bucket_appid(bucket: str) -> str | None:
+    """The APPID a COS bucket name ends with."""
+    match = BUCKET_WITH_APPID.match(bucket)
+    return match[1] if match else None
+
+
+def cos_bucket(name: str, digest: str, region: str, appid: str | None) -> str:
+    """The default bucket, <name>-<hash>-<APPID>: the cluster's name cut to what COS's domain limit leaves (six
+    characters or more in every region)."""
+    room = LIMITS.bucket_domain_max - len(LIMITS.bucket_domain.format(bucket=f"-{digest}-{appid}", region=region))
+    return f"{name[:room].rstrip('-')}-{digest}-{appid}"
+
+
+def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
+    """HCC nodes in one HPC cluster (their RDMA domain); every node in a spread (HOST) group when asked."""
+    groups = []
+    if is_hcc(ask.instance):
+        groups.append(PlacementPlan("hpc-cluster", "HPC cluster", ROLES))
+    if ask.anti_affinity:
+        groups.append(PlacementPlan("spread", "spread placement group", ROLES))
+    return tuple(groups)
+
+
+def worker_groups(scaling: ScalingPlan, market: MarketPlan, placements: tuple[PlacementPlan, ...]):
+    """An on-demand and a spot group (the AS group has no spot mix); plain instances where workers must join an
+    HPC cluster, which AS scaling configs cannot set."""
+    in_hpc = any(p.kind == "hpc-cluster" and WORKER in p.roles for p in placements)
+    return per_market(scaling, market, INSTANCES if in_hpc else SCALING_GROUP)
 
 
 def _at(path: str) -> str:
@@ -65,29 +125,41 @@ def hcc(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
 
 
 def bucket_name(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    """A bucket the stack names must end in the APPID; without one, the default is named after the account's."""
     bucket = spec.storage.checkpoint_bucket
-    if bucket is None or not BUCKET_WITH_APPID.match(bucket):
+    if bucket is not None and not BUCKET_WITH_APPID.match(bucket):
         yield Problem(_at("storage.checkpointBucket"), f"{bucket!r} does not end in the account's APPID; COS bucket "
-                      "names are <name>-<APPID>.", "set it like gpufleet-ckpt-1250000000 (your APPID).")
+                      "names are <name>-<APPID>.", "set it like gpufleet-ckpt-1250000000 (your APPID), or remove "
+                      "it for a bucket named after the cluster and the account.")
 
 
 TENCENTCLOUD = CloudProfile(
     name="tencentcloud",
+    title="Tencent Cloud",
     region_key="tencentcloud:region",
     fabrics=frozenset({"rdma", "tcp"}),
     mtu=MappingProxyType({"rdma": 1500, "tcp": 1500}),
     bucket_scheme="cos",
     spot_notice_url="http://metadata.tencentyun.com/latest/meta-data/spot/termination-time",
+    limits=LIMITS,
     metadata_url="http://metadata.tencentyun.com/latest/meta-data",
     spot_discount=0.60,
     reserved_discount=0.30,
-    max_user_data_bytes=16384,
     unsupported=MappingProxyType({
         CAPACITY_BLOCK: "Tencent Cloud has no capacity blocks.",
         RESERVATION: "tencentcloud_iac_pulumi 0.2.3 instances and AS configs take no reserved-capacity target.",
         WARM_POOL: "the AS group of tencentcloud_iac_pulumi 0.2.3 keeps no stopped standby instances.",
         GPU_UTIL_SCALING: "AS scaling policies only track CPU, memory and traffic metrics, not GPU utilisation.",
     }),
-    pulumi_provider="tencentcloud_iac_pulumi",
-    rules=(explicit_image, international_spot, spot_price, hcc, bucket_name),
+    realizer="components.tencentcloud.cluster",
+    pulumi_package="tencentcloud",
+    # No public image carries NVIDIA's driver: `auto` is the newest Ubuntu 22.04 public image, found at deploy time,
+    # and the node installs the pinned driver stack.
+    auto_image=AutoImage(lookup=ImageQuery(os="ubuntu", version="22.04")),
+    bucket_name=cos_bucket,
+    bucket_account=bucket_appid,
+    account_in_bucket=True,
+    placement=placement,
+    worker_groups=worker_groups,
+    rules=(international_spot, spot_price, hcc, bucket_name),
 )

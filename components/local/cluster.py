@@ -275,10 +275,6 @@ def _no_step_message(run: _Run, opts: Options) -> str:
             f"Last lines of each node:\n{tails}")
 
 
-def _nproc(plan: ClusterPlan) -> int:
-    return next(int(a.split("=", 1)[1]) for a in plan.torchrun if a.startswith("--nproc-per-node="))
-
-
 def _summary(run: _Run) -> dict:
     history = progress.steps(run.lay)
     job = progress.job_summary(run.lay) or {}
@@ -286,7 +282,7 @@ def _summary(run: _Run) -> dict:
     return {
         "cluster": run.plan.name,
         "mode": run.st.mode,
-        "nodes": world // _nproc(run.plan),
+        "nodes": world // run.plan.ranks_per_node,
         "ranks": world,
         "steps_completed": job.get("steps_completed", 0),
         "final_loss": job.get("final_loss"),

@@ -7,7 +7,7 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.plan.model import ClusterPlan
+from components.plan.model import SPOT, ClusterPlan
 
 STATE_ROOT = Path("/tmp")
 
@@ -78,11 +78,11 @@ def layout(plan: ClusterPlan) -> Layout:
     subnet = ipaddress.IPv4Network(plan.network.private.cidr)
     tag = _short(plan.name)
     addresses = plan.network.node_addresses(plan.scaling.nodes_desired)
+    spot = [False] + [group.market == SPOT for group in plan.workers for _ in range(group.desired)]
     nodes = tuple(
         Node(name="head" if index == 0 else f"worker-{index}", role="head" if index == 0 else "worker",
              address=address, namespace=f"gpufleet-{plan.name}-{index}", veth=f"gf{tag}v{index}",
-             root=directory / "nodes" / ("head" if index == 0 else f"worker-{index}"),
-             spot=index > 0 and plan.worker.spot)
+             root=directory / "nodes" / ("head" if index == 0 else f"worker-{index}"), spot=spot[index])
         for index, address in enumerate(addresses))
     return Layout(cluster=plan.name, directory=directory, bridge_namespace=f"gpufleet-{plan.name}-net",
                   bridge="br0", metadata_address=str(subnet.network_address + 1), prefix_len=subnet.prefixlen,

@@ -1,1 +1,1 @@
-"""The pure, cloud-neutral plan of a cluster (DESIGN.md): what to build, decided before any resource exists."""
+"""The pure, cloud-neutral plan of a cluster (docs/design.md): what to build, decided before any resource exists."""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from components.catalog import InstanceType
 from components.plan.model import FabricPlan, Interface
 
-# NCCL/libfabric settings per fabric (FACTS.md). EFA with aws-ofi-nccl >= 1.7 needs almost nothing set.
+# NCCL/libfabric settings per fabric (docs/cloud-facts.md#aws-nccl-over-efa, #alibaba-erdma, #tencent-hcc).
+# EFA with aws-ofi-nccl >= 1.7 needs almost nothing set.
 _COMMON = (("NCCL_DEBUG", "WARN"), ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"))
 NCCL_ENV: dict[str, tuple[tuple[str, str], ...]] = {
     "efa": (("NCCL_SOCKET_IFNAME", "^lo,docker"), ("FI_EFA_USE_HUGE_PAGE", "0")),
@@ -14,8 +17,6 @@ NCCL_ENV: dict[str, tuple[tuple[str, str], ...]] = {
     "rdma": (("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_IB_GID_INDEX", "3"), ("NCCL_IB_DISABLE", "0")),
     "tcp": (("NCCL_SOCKET_IFNAME", "^lo,docker"), ("NCCL_IB_DISABLE", "1")),
 }
-# Local nodes share the host's hostname, which gloo would resolve to the host: pin both to the node's own eth0.
-LOCAL_ENV = {"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"}
 
 
 def resolve_fabric(choice: str, row: InstanceType) -> str:
@@ -26,7 +27,7 @@ def resolve_fabric(choice: str, row: InstanceType) -> str:
 def _interfaces(kind: str, devices: int) -> tuple[Interface, ...]:
     """One interface per network card; the primary (card 0, device 0) carries IP, the rest are fabric-only.
 
-    EFA: card0/dev0 `efa`, cards 1..N-1 `efa-only` (one IP per node, FACTS.md's accepted layout).
+    EFA: card0/dev0 `efa`, cards 1..N-1 `efa-only` (one IP per node; an accepted layout, docs/cloud-facts.md#aws-efa).
     eRDMA: the primary plus ERIs on device indexes 1..N. Others: the primary alone.
     """
     if kind == "efa":
@@ -36,8 +37,9 @@ def _interfaces(kind: str, devices: int) -> tuple[Interface, ...]:
     return (Interface(0, 0, "interface"),)
 
 
-def plan_fabric(choice: str, row: InstanceType, local: bool = False) -> FabricPlan:
+def plan_fabric(choice: str, row: InstanceType, cloud_env: Mapping[str, str] | None = None) -> FabricPlan:
+    """The fabric, its interfaces and NCCL env: the fabric's settings, then the cloud's own (they win)."""
     kind = resolve_fabric(choice, row)
     devices = row.fabric_devices if kind == row.fabric else 0
-    env = dict(_COMMON + NCCL_ENV[kind]) | (LOCAL_ENV if local else {})
+    env = dict(_COMMON + NCCL_ENV[kind]) | dict(cloud_env or {})
     return FabricPlan(kind=kind, interfaces=_interfaces(kind, devices), devices=devices, nccl_env=tuple(env.items()))

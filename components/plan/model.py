@@ -7,14 +7,20 @@ from dataclasses import dataclass
 
 from components.catalog import InstanceType
 
+HEAD, WORKER = "head", "worker"
+ROLES = (HEAD, WORKER)
+# Every node carries its role as a tag: the scaling group's and the console's way to tell the head from workers.
+ROLE_TAG = "gpufleet:role"
+# Worker group forms and markets.
+SCALING_GROUP, INSTANCES = "scaling-group", "instances"
+ON_DEMAND, SPOT, MIXED = "on-demand", "spot", "mixed"
+
 
 @dataclass(frozen=True)
 class Subnet:
     """One subnet in the cluster's zone."""
 
-    name: str
     cidr: str
-    public: bool
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,7 @@ class NetworkPlan:
     public: Subnet
     head_address: str
     mtu: int
+    nat: bool  # nodes reach the internet through a NAT gateway in the public subnet (no NAT on the local cluster)
 
     def node_addresses(self, count: int) -> tuple[str, ...]:
         """Fixed addresses for clouds that do not hand them out (the local cluster): head first."""
@@ -94,7 +101,6 @@ class ScalingPlan:
     nodes_desired: int
     nodes_max: int
     gpu_util_target: float | None
-    standby: int
 
     @property
     def workers_min(self) -> int:
@@ -110,11 +116,56 @@ class ScalingPlan:
 
 
 @dataclass(frozen=True)
+class PlacementPlan:
+    """One placement group: how it places nodes, what the cloud calls it, and the roles whose nodes join it."""
+
+    kind: str  # "cluster": one network spine | "spread": a host or rack per node | "hpc-cluster": an RDMA domain
+    label: str  # the cloud's own name for it, as the diagram draws it
+    roles: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class WorkerGroupPlan:
+    """One set of workers the cloud launches: a scaling group or fixed instances, with its market and bounds."""
+
+    name: str  # "workers", "on-demand" or "spot": the suffix of its resources' names
+    form: str  # SCALING_GROUP | INSTANCES (min = desired = max)
+    market: str  # ON_DEMAND | SPOT | MIXED: the market plan's on-demand base, then its spot share
+    min_size: int
+    desired: int
+    max_size: int
+
+
+@dataclass(frozen=True)
+class DrainPlan:
+    """A termination hook on each worker group: a worker the group takes away (scale-in, rebalance, refresh,
+    unhealthy) waits until its spot watcher has checkpointed and completed the hook, at most `timeout_s`."""
+
+    hook: str  # the hook's name, which the node's spot watcher completes (cloud-init/bin/gpufleet-spot)
+    timeout_s: int
+
+
+@dataclass(frozen=True)
+class LifecyclePlan:
+    """How the cloud keeps and replaces nodes; None or False where it has no such setting."""
+
+    health_grace_s: int | None  # a new node's time to boot and pass its gate before health checks count
+    refresh_min_healthy_percent: int | None  # roll workers when their launch settings change, this share in service
+    capacity_rebalance: bool  # replace a spot node at the cloud's rebalance recommendation, before its notice
+    standby: int  # stopped nodes kept warm for fast scale-out
+    standby_state: str | None  # "stopped"
+    drain: DrainPlan | None  # workers checkpoint before the group terminates them
+    # Where a change to the head's launch settings replaces the head: how, as the preview says. It is deleted before
+    # its successor is created, since both would ask for the same fixed address. None: the head is updated in place.
+    head_replacement: str | None
+
+
+@dataclass(frozen=True)
 class StoragePlan:
     """Where checkpoints and the training code bundle live, and each node's root volume."""
 
     bucket: str
-    checkpoint_prefix: str
+    account_id: str | None  # the account id the bucket's name carries, where the cloud's names carry one
     checkpoint_uri: str
     code_key: str
     code_uri: str
@@ -124,20 +175,36 @@ class StoragePlan:
 
 @dataclass(frozen=True)
 class ImagePlan:
-    """The machine image: a cloud-side alias (SSM parameter, image family) or a literal id."""
+    """The machine image: the id the stack names, a cloud-side alias the cloud resolves at each launch, or the id a
+    deploy-time look-up found for `image: auto`.
+
+    A looked-up image is pinned: the realizer keeps each node's image when a later look-up finds a newer one, so
+    `pulumi up` never rolls nodes because the cloud published an image (docs/design.md, "Images").
+    """
 
     ref: str
-    is_alias: bool
-    has_drivers: bool
+    has_drivers: bool  # False: a plain OS image, the node installs the pinned driver stack
+    pinned: bool
 
 
 @dataclass(frozen=True)
 class RolePlan:
-    """What is different between the head and the workers."""
+    """What is different between the head and the workers: user-data, market, tags, and the command its nodes run.
+
+    `command` is the argv gpufleet-train executes, with four slots only the booted node fills: {head_address} (the
+    local cluster's loopback mode rewrites it), {local_addr} (the node's own address toward the head), {node_id} (the
+    id the node keeps in its state directory) and {checkpoint_dir} (under the node's root in local mode).
+    """
 
     role: str
     user_data: str
     spot: bool
+    tags: tuple[tuple[str, str], ...]
+    command: tuple[str, ...]
+
+    @property
+    def tag_map(self) -> dict[str, str]:
+        return dict(self.tags)
 
 
 @dataclass(frozen=True)
@@ -165,18 +232,19 @@ class ClusterPlan:
     network: NetworkPlan
     firewall: tuple[FirewallRule, ...]
     fabric: FabricPlan
-    placement_group: bool
-    anti_affinity: bool
+    placements: tuple[PlacementPlan, ...]
     market: MarketPlan
     scaling: ScalingPlan
+    workers: tuple[WorkerGroupPlan, ...]
+    lifecycle: LifecyclePlan
     storage: StoragePlan
     head: RolePlan
     worker: RolePlan
-    torchrun: tuple[str, ...]
+    ranks_per_node: int
     cost: CostPlan
     tags: tuple[tuple[str, str], ...]
-    metrics_ports: tuple[int, int]
 
     @property
     def tag_map(self) -> dict[str, str]:
+        """Tags of every resource that is not a node (nodes carry their role's)."""
         return dict(self.tags)

@@ -10,16 +10,17 @@ from components.plan.model import NetworkPlan, Subnet
 HEAD_HOST = 10
 
 
-def plan_network(vpc_cidr: str, mtu: int) -> NetworkPlan:
+def plan_network(vpc_cidr: str, mtu: int, nat: bool) -> NetworkPlan:
     """First half of the VPC for nodes, the start of the second half (a /24 at most) for the NAT gateway."""
     vpc = ipaddress.IPv4Network(vpc_cidr)
     private, public = node_subnets(vpc)
     return NetworkPlan(
         vpc_cidr=str(vpc),
-        private=Subnet(name="private", cidr=str(private), public=False),
-        public=Subnet(name="public", cidr=str(public), public=True),
+        private=Subnet(cidr=str(private)),
+        public=Subnet(cidr=str(public)),
         head_address=str(private.network_address + HEAD_HOST),
         mtu=mtu,
+        nat=nat,
     )
 
 

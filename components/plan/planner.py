@@ -12,43 +12,61 @@ from components.clouds import profile
 from components.clouds.base import CloudProfile
 from components.plan.cost import plan_cost
 from components.plan.fabric import plan_fabric
+from components.plan.facts import DeployFacts
 from components.plan.firewall import plan_firewall
-from components.plan.model import ClusterPlan, ImagePlan, MarketPlan, RolePlan, ScalingPlan, StoragePlan
+from components.plan.lifecycle import plan_lifecycle
+from components.plan.model import (
+    ROLE_TAG,
+    ROLES,
+    WORKER,
+    ClusterPlan,
+    ImagePlan,
+    LifecyclePlan,
+    MarketPlan,
+    RolePlan,
+    ScalingPlan,
+    StoragePlan,
+)
 from components.plan.network import plan_network
-from components.plan.userdata import role_user_data
+from components.plan.placement import ask_of
+from components.plan.userdata import METRICS_PORTS, Job, node_command, role_user_data
 from components.rules import ranks_per_node
 from components.spec import ClusterSpec
+from training.config import setting_name
 
-METRICS_PORTS = (9100, 9400)
-# Deep-learning images per cloud: driver, CUDA, NCCL and the fabric stack preinstalled.
-DL_IMAGES = {
-    "aws": "resolve:ssm:/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
-    "local": "local",
-}
+# Where checkpoints go in the bucket; the code bundle sits beside them under code/.
+CHECKPOINT_PREFIX = "checkpoints"
 
 
-def _bucket_name(spec: ClusterSpec, name: str) -> str:
-    """Deterministic and globally unlikely to clash: the stack's name plus a short hash of where it lives."""
+def _bucket(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFacts) -> tuple[str, str | None]:
+    """The stack's bucket, else one named after the cluster plus a short hash of where it lives (deterministic and
+    unlikely to clash); with the account id the cloud's bucket names carry, if any."""
     if spec.storage.checkpoint_bucket:
-        return spec.storage.checkpoint_bucket
+        return spec.storage.checkpoint_bucket, cloud.bucket_account(spec.storage.checkpoint_bucket)
     digest = hashlib.sha256(f"{spec.cloud}/{spec.region}/{spec.zone}/{name}".encode()).hexdigest()[:8]
-    return f"gpufleet-{name}-{digest}"[:63]
+    return cloud.bucket_name(name, digest, spec.region, facts.account_id), facts.account_id
 
 
-def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str) -> StoragePlan:
-    bucket = _bucket_name(spec, name)
+def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFacts) -> StoragePlan:
+    bucket, account = _bucket(spec, cloud, name, facts)
     sha = bundle_sha256(uses_kernels(spec.job))
     code_key = f"code/{sha}.tar.gz"
     root = f"file:///tmp/gpufleet-{name}/bucket" if cloud.bucket_scheme == "file" else f"{cloud.bucket_scheme}://{bucket}"
-    return StoragePlan(bucket=bucket, checkpoint_prefix="checkpoints", checkpoint_uri=f"{root}/checkpoints",
+    return StoragePlan(bucket=bucket, account_id=account, checkpoint_uri=f"{root}/{CHECKPOINT_PREFIX}",
                        code_key=code_key, code_uri=f"{root}/{code_key}", code_sha256=sha,
                        root_volume_gb=spec.storage.root_volume_gb)
 
 
-def _image(spec: ClusterSpec) -> ImagePlan:
-    if spec.image == "auto":
-        return ImagePlan(ref=DL_IMAGES.get(spec.cloud, "auto"), is_alias=True, has_drivers=True)
-    return ImagePlan(ref=spec.image, is_alias=False, has_drivers=False)
+def _image(spec: ClusterSpec, cloud: CloudProfile, facts: DeployFacts) -> ImagePlan:
+    """The stack's image; else the cloud's alias for `auto`; else the image the deploy-time look-up found, pinned."""
+    if spec.image != "auto":
+        return ImagePlan(ref=spec.image, has_drivers=False, pinned=False)
+    auto = cloud.auto_image
+    if auto.alias is not None:
+        return ImagePlan(ref=auto.alias, has_drivers=auto.has_drivers, pinned=False)
+    if facts.image_id is None:
+        raise ValueError(f"image: auto on {spec.cloud} needs the deploy-time image look-up (components.plan.facts)")
+    return ImagePlan(ref=facts.image_id, has_drivers=auto.has_drivers, pinned=True)
 
 
 def _market(spec: ClusterSpec, cloud: CloudProfile) -> MarketPlan:
@@ -59,48 +77,62 @@ def _market(spec: ClusterSpec, cloud: CloudProfile) -> MarketPlan:
                       capacity_block=m.capacity_block)
 
 
-def _torchrun(spec: ClusterSpec, head_address: str, nproc: int, name: str) -> tuple[str, ...]:
-    counts = spec.counts
-    return ("torchrun", f"--nnodes={counts.min}:{counts.max}", f"--nproc-per-node={nproc}",
-            "--rdzv-backend=c10d", f"--rdzv-endpoint={head_address}:{spec.network.rendezvous_port}",
-            f"--rdzv-id={name}", "--max-restarts=100", "-m", "training.train")
-
-
 def job_args(job: dict) -> tuple[str, ...]:
     """The stack's `job` object as command-line overrides of the training job (camelCase -> --kebab-case)."""
     return tuple(f"--{re.sub(r'(?<!^)(?=[A-Z])', '-', key).lower().replace('_', '-')}={value}"
                  for key, value in sorted(job.items()))
 
 
-def plan(spec: ClusterSpec, stack: str) -> ClusterPlan:
-    """Decide the whole cluster for a spec that passed `components.rules.check`."""
+def _job(spec: ClusterSpec, row: catalog.InstanceType) -> dict:
+    """The stack's job settings, with the GPU's peak TFLOP/s from the catalog for MFU unless the stack set one."""
+    stated = any(setting_name(key) == "peak_tflops" for key in spec.job)
+    peak = {"peakTflops": f"{row.peak_tflops_bf16:g}"} if row.peak_tflops_bf16 and not stated else {}
+    return peak | spec.job
+
+
+def _role(cloud: CloudProfile, row: catalog.InstanceType, role: str, name: str, spec: ClusterSpec, job: Job,
+          market: MarketPlan, lifecycle: LifecyclePlan, tags: tuple[tuple[str, str], ...], **shared) -> RolePlan:
+    spot = role == WORKER and market.uses_spot
+    # Workers are the group's to take away: each one completes the group's termination hook once it has checkpointed.
+    drain_hook = lifecycle.drain.hook if role == WORKER and lifecycle.drain else ""
+    command = node_command(job, role)
+    return RolePlan(role=role, spot=spot, tags=(*tags, (ROLE_TAG, role)), command=command,
+                    user_data=role_user_data(cloud, row, role=role, name=name, region=spec.region, command=command,
+                                             rendezvous_port=job.rendezvous_port, port_range=spec.network.port_range,
+                                             spot=spot, drain_hook=drain_hook, **shared))
+
+
+def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None) -> ClusterPlan:
+    """Decide the whole cluster for a spec that passed `components.rules.validate`, with the deploy-time facts its
+    `lookups` asked for."""
+    facts = facts or DeployFacts()
     cloud = profile(spec.cloud)
     row = catalog.lookup(spec.cloud, spec.instance_type)
     name = spec.name or stack
-    fabric = plan_fabric(spec.network.fabric, row, local=spec.cloud == "local")
-    network = plan_network(spec.network.vpc_cidr, cloud.mtu[fabric.kind])
+    fabric = plan_fabric(spec.network.fabric, row, cloud.nccl_env)
+    network = plan_network(spec.network.vpc_cidr, cloud.mtu[fabric.kind], cloud.nat_egress)
     market = _market(spec, cloud)
     scaling = ScalingPlan(nodes_min=spec.counts.min, nodes_desired=spec.counts.desired, nodes_max=spec.counts.max,
-                          gpu_util_target=spec.autoscaling.gpu_util_target, standby=spec.autoscaling.standby)
-    storage = _storage(spec, cloud, name)
-    image = _image(spec)
-    nproc = ranks_per_node(spec, row)
-    torchrun = _torchrun(spec, network.head_address, nproc, name)
+                          gpu_util_target=spec.autoscaling.gpu_util_target)
+    placements = cloud.placement(ask_of(spec, row))
+    if isinstance(placements, str):
+        raise ValueError(f"unplaceable spec reached the planner: {placements}")
+    storage = _storage(spec, cloud, name, facts)
+    image = _image(spec, cloud, facts)
+    ranks = ranks_per_node(spec, row)
+    job = Job(name=name, nnodes=(spec.counts.min, spec.counts.max), ranks_per_node=ranks,
+              rendezvous_port=spec.network.rendezvous_port, job_args=job_args(_job(spec, row)))
     firewall = plan_firewall(fabric.kind, spec.network.port_range, spec.network.rendezvous_port, METRICS_PORTS,
                              spec.network.ssh_cidrs, spec.network.allow_internet)
     tags = (("gpufleet:cluster", name), ("gpufleet:stack", stack), ("managed-by", "gpufleet"),
             *sorted(spec.tags.items()))
-    roles = {role: RolePlan(role=role, spot=role == "worker" and market.uses_spot,
-                            user_data=role_user_data(spec, cloud, row, role=role, name=name, fabric=fabric,
-                                                     network=network, storage=storage, image=image, nproc=nproc,
-                                                     spot=role == "worker" and market.uses_spot,
-                                                     job=job_args(spec.job),
-                                                     metrics_ports=METRICS_PORTS))
-             for role in ("head", "worker")}
+    lifecycle = plan_lifecycle(cloud.lifecycle, market, spec.autoscaling.standby)
+    head, worker = (_role(cloud, row, role, name, spec, job, market, lifecycle, tags, fabric=fabric, network=network,
+                          storage=storage, image=image) for role in ROLES)
     return ClusterPlan(
         name=name, stack=stack, cloud=spec.cloud, region=spec.region, zone=spec.zone, instance=row, image=image,
-        network=network, firewall=firewall, fabric=fabric,
-        placement_group=not market.capacity_block and not spec.network.anti_affinity,
-        anti_affinity=spec.network.anti_affinity, market=market, scaling=scaling, storage=storage,
-        head=roles["head"], worker=roles["worker"], torchrun=torchrun,
-        cost=plan_cost(cloud, row.price_usd_per_hour, market, scaling), tags=tags, metrics_ports=METRICS_PORTS)
+        network=network, firewall=firewall, fabric=fabric, placements=placements, market=market, scaling=scaling,
+        workers=cloud.worker_groups(scaling, market, placements),
+        lifecycle=lifecycle, storage=storage, head=head,
+        worker=worker, ranks_per_node=ranks, cost=plan_cost(cloud, row.price_usd_per_hour, market, scaling),
+        tags=tags)

@@ -13,4 +13,5 @@ def plan_outputs(plan: ClusterPlan) -> dict[str, Any]:
         "checkpointUri": plan.storage.checkpoint_uri,
         "hourlyCostUsd": plan.cost.expected_hourly,
         "onDemandHourlyUsd": plan.cost.on_demand_hourly,
+        **({"headReplacement": plan.lifecycle.head_replacement} if plan.lifecycle.head_replacement else {}),
     }

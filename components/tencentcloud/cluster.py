@@ -7,16 +7,18 @@ from typing import Any
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.clouds.tencentcloud import is_hcc
-from components.plan.model import ClusterPlan
+from components.plan.model import INSTANCES, SCALING_GROUP, ClusterPlan
 from components.realizers.outputs import plan_outputs
 from components.tencentcloud.groups import TcWorkerGroups
 from components.tencentcloud.identity import TcIdentity
-from components.tencentcloud.instances import cvm_instance, hcc_workers
+from components.tencentcloud.instances import cvm_instance, worker_instances
 from components.tencentcloud.network import TcNetwork
-from components.tencentcloud.nodes import Placement
+from components.tencentcloud.nodes import NodeArgs, Placement
 from components.tencentcloud.security import TcSecurity
 from components.tencentcloud.storage import TcStorage
+
+# The plan's spread placement as a placement group type: one node per host.
+SPREAD_LEVEL = {"spread": "HOST"}
 
 
 class TcCluster(pulumi.ComponentResource):
@@ -26,33 +28,44 @@ class TcCluster(pulumi.ComponentResource):
         name = plan.name
         super().__init__("gpufleet:tencentcloud:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        network = TcNetwork(name, plan, opts=child)
-        security = TcSecurity(name, plan, opts=child)
-        identity = TcIdentity(name, plan, opts=child)
-        storage = TcStorage(name, plan, opts=child)
-        hpc = spread = None
-        if is_hcc(plan.instance):
-            # HCC types: every node in one HPC cluster in the zone, the RDMA domain.
-            hpc = tencentcloud.cvm.HpcCluster(f"{name}-hpc", zone=plan.zone, name=f"{name}-hpc",
-                                              remark=f"gpufleet {plan.name}", opts=child)
-        if plan.anti_affinity:
-            # A spread placement group: at most one node per host, only because the stack asked for anti-affinity.
-            spread = tencentcloud.placement.Group(f"{name}-spread", name=f"{name}-spread", type="HOST",
-                                                  tags=plan.tag_map, opts=child)
+        tags = plan.tag_map
+        network = TcNetwork(name, net=plan.network, zone=plan.zone, tags=tags, opts=child)
+        security = TcSecurity(name, cluster=plan.name, rules=plan.firewall, tags=tags, opts=child)
+        identity = TcIdentity(name, bucket=plan.storage.bucket, account_id=plan.storage.account_id,
+                              region=plan.region, tags=tags, opts=child)
+        storage = TcStorage(name, storage=plan.storage, tags=tags, opts=child)
+        made = {}
+        for group in plan.placements:
+            if group.kind == "hpc-cluster":
+                # The plan's HPC cluster: the RDMA domain its nodes share, in the zone.
+                made[group.kind] = tencentcloud.cvm.HpcCluster(f"{name}-hpc", zone=plan.zone, name=f"{name}-hpc",
+                                                               remark=f"gpufleet {plan.name}", opts=child)
+            else:
+                # The plan's spread placement group: at most one of its nodes per host.
+                made[group.kind] = tencentcloud.placement.Group(f"{name}-{group.kind}", name=f"{name}-{group.kind}",
+                                                                type=SPREAD_LEVEL[group.kind], tags=tags, opts=child)
+
+        def joined(kind: str) -> dict[str, pulumi.Output[str]]:
+            return {role: made[p.kind].id for p in plan.placements if p.kind == kind for role in p.roles}
+
         where = Placement(vpc_id=network.vpc.id, subnet_id=network.private.id, group_id=security.group.id,
-                          role_name=identity.role.name, hpc_cluster_id=hpc.id if hpc else None,
-                          spread_group_id=spread.id if spread else None)
+                          role_name=identity.role.name, hpc_cluster_id=joined("hpc-cluster"),
+                          spread_group_id=joined("spread"))
+        nodes = NodeArgs.of(plan)
         # The head: never spot, at the fixed address every worker rendezvouses with.
-        head = cvm_instance(f"{name}-head", plan, plan.head, where, spot=False, opts=child,
+        head = cvm_instance(f"{name}-head", nodes, plan.head, where, spot=False, opts=child,
                             private_ip=plan.network.head_address)
-        workers = hcc_workers(name, plan, where, child) if hpc else []
-        groups = TcWorkerGroups(name, plan, where, opts=child) if not hpc and plan.scaling.workers_max > 0 else None
+        fixed = tuple(g for g in plan.workers if g.form == INSTANCES)
+        scaled = tuple(g for g in plan.workers if g.form == SCALING_GROUP)
+        workers = worker_instances(name, nodes, plan.worker, fixed, where, child)
+        groups = TcWorkerGroups(name, nodes, plan.worker, scaled, where, opts=child) if scaled else None
         self.outputs: dict[str, Any] = {
             **plan_outputs(plan),
             "headInstanceId": head.id,
+            "image": head.image_id,
             "workerGroups": {market: group.id for market, group in groups.groups.items()} if groups else None,
             "workerInstanceIds": [worker.id for worker in workers] or None,
-            "hpcClusterId": hpc.id if hpc else None,
+            "hpcClusterId": made["hpc-cluster"].id if "hpc-cluster" in made else None,
             "securityGroupId": security.group.id,
             "bucket": storage.bucket.bucket,
         }

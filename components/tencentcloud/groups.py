@@ -1,46 +1,41 @@
-"""Non-HCC workers: AS groups, one on-demand and one spot, sized from the plan's market split (the AS group of
-tencentcloud_iac_pulumi 0.2.3 has no spot-mix field)."""
+"""Workers of `scaling-group` plan groups: one AS config and group each (the AS group of tencentcloud_iac_pulumi
+0.2.3 has no spot-mix field, so the plan splits markets into groups)."""
 
 from __future__ import annotations
 
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.plan.model import ClusterPlan
+from components.plan.model import SPOT, RolePlan, WorkerGroupPlan
 from components.realizers.encoding import gzip_base64
-from components.tencentcloud.nodes import SYSTEM_DISK, Placement, market_args
-
-
-def _sizes(plan: ClusterPlan) -> dict[str, tuple[int, int, int]]:
-    """(min, desired, max) of the on-demand and the spot group: the plan's split of each bound."""
-    scaling, market = plan.scaling, plan.market
-    bounds = [market.split(count) for count in (scaling.workers_min, scaling.workers_desired, scaling.workers_max)]
-    return {"on-demand": tuple(b[0] for b in bounds), "spot": tuple(b[1] for b in bounds)}
+from components.realizers.images import image_ignore_changes
+from components.tencentcloud.nodes import SYSTEM_DISK, NodeArgs, Placement, market_args
 
 
 class TcWorkerGroups(pulumi.ComponentResource):
-    """One AS config and group per market that has any workers at the group's largest size."""
+    """One AS config and group per plan group."""
 
-    def __init__(self, name: str, plan: ClusterPlan, where: Placement,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, args: NodeArgs, role: RolePlan, groups: tuple[WorkerGroupPlan, ...],
+                 where: Placement, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:tencentcloud:WorkerGroups", f"{name}-workers", None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        tags = {**plan.tag_map, "gpufleet:role": "worker"}
+        tags = role.tag_map
+        spread = where.spread_group_id.get(role.role)
         self.groups: dict[str, tencentcloud.as_.ScalingGroup] = {}
-        for market, (low, desired, high) in _sizes(plan).items():
-            if high == 0:
-                continue
-            # What a worker of this market is: type, image, disk, group, role, user-data, spread group if asked.
+        for group in groups:
+            # What a worker of this group is: type, image, disk, group, role, user-data, its spread group if any.
             config = tencentcloud.as_.ScalingConfig(
-                f"{name}-{market}-config", configuration_name=f"{name}-{market}", image_id=plan.image.ref,
-                instance_types=[plan.instance.name], security_group_ids=[where.group_id],
-                system_disk_type=SYSTEM_DISK, system_disk_size=plan.storage.root_volume_gb,
-                cam_role_name=where.role_name, user_data=gzip_base64(plan.worker.user_data), public_ip_assigned=False,
-                disaster_recover_group_ids=[where.spread_group_id] if where.spread_group_id else None,
-                instance_tags=tags, tags=tags, opts=child, **market_args(plan, market == "spot", "as"))
-            # The group of this market, in the nodes' subnet.
-            self.groups[market] = tencentcloud.as_.ScalingGroup(
-                f"{name}-{market}-workers", scaling_group_name=f"{name}-{market}", configuration_id=config.id,
-                min_size=low, desired_capacity=desired, max_size=high, vpc_id=where.vpc_id,
-                subnet_ids=[where.subnet_id], retry_policy="INCREMENTAL_INTERVALS", tags=tags, opts=child)
+                f"{name}-{group.name}-config", configuration_name=f"{name}-{group.name}", image_id=args.image.ref,
+                instance_types=[args.instance_type], security_group_ids=[where.group_id],
+                system_disk_type=SYSTEM_DISK, system_disk_size=args.root_volume_gb,
+                cam_role_name=where.role_name, user_data=gzip_base64(role.user_data), public_ip_assigned=False,
+                disaster_recover_group_ids=[spread] if spread else None, instance_tags=tags, tags=tags,
+                opts=pulumi.ResourceOptions(parent=self, ignore_changes=image_ignore_changes(args.image)),
+                **market_args(args.market, group.market == SPOT, "as"))
+            # The group, in the nodes' subnet.
+            self.groups[group.name] = tencentcloud.as_.ScalingGroup(
+                f"{name}-{group.name}-workers", scaling_group_name=f"{name}-{group.name}", configuration_id=config.id,
+                min_size=group.min_size, desired_capacity=group.desired, max_size=group.max_size,
+                vpc_id=where.vpc_id, subnet_ids=[where.subnet_id], retry_policy="INCREMENTAL_INTERVALS", tags=tags,
+                opts=child)
         self.register_outputs({market: group.id for market, group in self.groups.items()})

@@ -7,13 +7,10 @@ import json
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.clouds.tencentcloud import bucket_appid
-from components.plan.model import ClusterPlan
 
-
-def node_policy(plan: ClusterPlan) -> dict:
+def node_policy(bucket_name: str, account_id: str | None, region: str) -> dict:
     """Least privilege: read/write one bucket; list the cluster's nodes and take a failed one out of its group."""
-    bucket = f"qcs::cos:{plan.region}:uid/{bucket_appid(plan.storage.bucket)}:{plan.storage.bucket}"
+    bucket = f"qcs::cos:{region}:uid/{account_id}:{bucket_name}"
     return {
         "version": "2.0",
         "statement": [
@@ -29,17 +26,18 @@ def node_policy(plan: ClusterPlan) -> dict:
 class TcIdentity(pulumi.ComponentResource):
     """Role CVM assumes, its one policy, and the attachment of the two."""
 
-    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, *, bucket: str, account_id: str | None, region: str, tags: dict[str, str],
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:tencentcloud:Identity", f"{name}-identity", None, opts)
         child = pulumi.ResourceOptions(parent=self)
         trust = {"version": "2.0", "statement": [
             {"action": "name/sts:AssumeRole", "effect": "allow", "principal": {"service": ["cvm.qcloud.com"]}}]}
         # The role CVM assumes for the nodes.
         self.role = tencentcloud.cam.Role(f"{name}-node-role", name=f"{name}-node", document=json.dumps(trust),
-                                          console_login=False, tags=plan.tag_map, opts=child)
+                                          console_login=False, tags=tags, opts=child)
         # Its only permissions.
         policy = tencentcloud.cam.Policy(f"{name}-node-policy", name=f"{name}-node",
-                                         document=json.dumps(node_policy(plan)), opts=child)
+                                         document=json.dumps(node_policy(bucket, account_id, region)), opts=child)
         # The policy on the role.
         tencentcloud.cam.RolePolicyAttachment(f"{name}-node-policy-attachment", role_id=self.role.id,
                                               policy_id=policy.id, opts=child)

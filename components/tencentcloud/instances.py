@@ -1,32 +1,35 @@
-"""Plain CVM instances: the head (on-demand, fixed address) and, for HCC types, every worker."""
+"""Plain CVM instances: the head (on-demand, fixed address) and the workers of an `instances` plan group."""
 
 from __future__ import annotations
 
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.plan.model import ClusterPlan, RolePlan
+from components.plan.model import SPOT, RolePlan, WorkerGroupPlan
 from components.realizers.encoding import gzip_base64
-from components.tencentcloud.nodes import SYSTEM_DISK, Placement, market_args
+from components.realizers.images import image_ignore_changes
+from components.tencentcloud.nodes import SYSTEM_DISK, NodeArgs, Placement, market_args
 
 
-def cvm_instance(resource_name: str, plan: ClusterPlan, role: RolePlan, where: Placement, *, spot: bool,
+def cvm_instance(resource_name: str, args: NodeArgs, role: RolePlan, where: Placement, *, spot: bool,
                  opts: pulumi.ResourceOptions, private_ip: str | None = None) -> tencentcloud.instance.Instance:
-    """One node: no public address, the cluster's group and role, the plan's user-data, its HPC cluster if any."""
-    tags = {**plan.tag_map, "gpufleet:role": role.role}
+    """One node: no public address, the cluster's group and role, the plan's user-data, its role's placements."""
     # One node of the plan.
     return tencentcloud.instance.Instance(
-        resource_name, instance_name=resource_name, availability_zone=plan.zone, instance_type=plan.instance.name,
-        image_id=plan.image.ref, vpc_id=where.vpc_id, subnet_id=where.subnet_id, private_ip=private_ip,
+        resource_name, instance_name=resource_name, availability_zone=args.zone, instance_type=args.instance_type,
+        image_id=args.image.ref, vpc_id=where.vpc_id, subnet_id=where.subnet_id, private_ip=private_ip,
         orderly_security_groups=[where.group_id], allocate_public_ip=False, system_disk_type=SYSTEM_DISK,
-        system_disk_size=plan.storage.root_volume_gb, cam_role_name=where.role_name,
-        user_data=gzip_base64(role.user_data), hpc_cluster_id=where.hpc_cluster_id,
-        placement_group_id=where.spread_group_id, tags=tags, opts=opts, **market_args(plan, spot, "instance"))
+        system_disk_size=args.root_volume_gb, cam_role_name=where.role_name,
+        user_data=gzip_base64(role.user_data), hpc_cluster_id=where.hpc_cluster_id.get(role.role),
+        placement_group_id=where.spread_group_id.get(role.role), tags=role.tag_map,
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+            ignore_changes=image_ignore_changes(args.image))),
+        **market_args(args.market, spot, "instance"))
 
 
-def hcc_workers(name: str, plan: ClusterPlan, where: Placement,
-                opts: pulumi.ResourceOptions) -> list[tencentcloud.instance.Instance]:
-    """A fixed worker count (the spec keeps HCC clusters fixed), split on-demand first, then spot."""
-    on_demand, spot = plan.market.split(plan.scaling.workers_desired)
-    return [cvm_instance(f"{name}-worker-{index}", plan, plan.worker, where, spot=index >= on_demand, opts=opts)
-            for index in range(on_demand + spot)]
+def worker_instances(name: str, args: NodeArgs, role: RolePlan, groups: tuple[WorkerGroupPlan, ...],
+                     where: Placement, opts: pulumi.ResourceOptions) -> list[tencentcloud.instance.Instance]:
+    """Each plan group's desired count of instances, numbered across the groups in their order."""
+    markets = [group.market == SPOT for group in groups for _ in range(group.desired)]
+    return [cvm_instance(f"{name}-worker-{index}", args, role, where, spot=spot, opts=opts)
+            for index, spot in enumerate(markets)]

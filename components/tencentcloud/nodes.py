@@ -1,4 +1,5 @@
-"""What every node shares: market arguments, disk, and the placement references (HPC cluster, spread group)."""
+"""What every node shares: the plan's slice it is made of, market arguments, disk, and the placement references
+(HPC cluster, spread group)."""
 
 from __future__ import annotations
 
@@ -6,29 +7,45 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.plan.model import ClusterPlan
+from components.plan.model import ClusterPlan, ImagePlan, MarketPlan
 
 SYSTEM_DISK = "CLOUD_SSD"
 ON_DEMAND = "POSTPAID_BY_HOUR"
-# The spot type is spelt differently by CVM instances and AS configs (FACTS.md).
+# The spot type is spelt differently by CVM instances and AS configs (docs/cloud-facts.md#tencent-spot).
 SPOT_TYPE = {"instance": "ONE-TIME", "as": "one-time"}
 
 
-def market_args(plan: ClusterPlan, spot: bool, kind: str) -> dict:
+def market_args(market: MarketPlan, spot: bool, kind: str) -> dict:
     """On-demand, or SPOTPAID with the one-time spot type and the stack's max price (the spec requires one)."""
     if not spot:
         return {"instance_charge_type": ON_DEMAND}
     return {"instance_charge_type": "SPOTPAID", "spot_instance_type": SPOT_TYPE[kind],
-            "spot_max_price": f"{plan.market.max_spot_price:.2f}"}
+            "spot_max_price": f"{market.max_spot_price:.2f}"}
+
+
+@dataclass(frozen=True)
+class NodeArgs:
+    """The slice of the plan every node is made of."""
+
+    instance_type: str
+    image: ImagePlan
+    root_volume_gb: int
+    zone: str
+    market: MarketPlan
+
+    @classmethod
+    def of(cls, plan: ClusterPlan) -> NodeArgs:
+        return cls(instance_type=plan.instance.name, image=plan.image, root_volume_gb=plan.storage.root_volume_gb,
+                   zone=plan.zone, market=plan.market)
 
 
 @dataclass(frozen=True)
 class Placement:
-    """Where nodes go: the VPC/subnet/group every node shares, the HPC cluster of HCC types, the spread group."""
+    """Where nodes go: the VPC/subnet/group every node shares, the HPC cluster and the spread group of each role."""
 
     vpc_id: pulumi.Input[str]
     subnet_id: pulumi.Input[str]
     group_id: pulumi.Input[str]
     role_name: pulumi.Input[str]
-    hpc_cluster_id: pulumi.Input[str] | None
-    spread_group_id: pulumi.Input[str] | None
+    hpc_cluster_id: dict[str, pulumi.Input[str]]
+    spread_group_id: dict[str, pulumi.Input[str]]

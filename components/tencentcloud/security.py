@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.plan.model import ClusterPlan, FirewallRule
+from components.plan.model import FirewallRule
 
 
 def rule_entry(rule: FirewallRule, group_id: pulumi.Input[str]) -> dict:
@@ -22,14 +22,15 @@ def rule_entry(rule: FirewallRule, group_id: pulumi.Input[str]) -> dict:
 class TcSecurity(pulumi.ComponentResource):
     """One security group for every node."""
 
-    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, *, cluster: str, rules: tuple[FirewallRule, ...], tags: dict[str, str],
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:tencentcloud:Security", f"{name}-security", None, opts)
         child = pulumi.ResourceOptions(parent=self)
         # The group: nothing in or out but the rule set below.
         self.group = tencentcloud.security.Group(f"{name}-sg", name=f"{name}-sg",
-                                                 description=f"gpufleet {plan.name} nodes", tags=plan.tag_map,
+                                                 description=f"gpufleet {cluster} nodes", tags=tags,
                                                  opts=child)
-        entries = {direction: [rule_entry(rule, self.group.id) for rule in plan.firewall
+        entries = {direction: [rule_entry(rule, self.group.id) for rule in rules
                                if rule.direction == direction] for direction in ("ingress", "egress")}
         # The plan's firewall, all rules of the group in one ordered set.
         tencentcloud.security.GroupRuleSet(f"{name}-rules", security_group_id=self.group.id,

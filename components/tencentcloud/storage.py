@@ -6,22 +6,23 @@ import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
 from components.bundle import write_bundle
-from components.plan.model import ClusterPlan
-from components.realizers.paths import BUNDLE_DIR
+from components.paths import BUNDLE_DIR
+from components.plan.model import StoragePlan
 
 
 class TcStorage(pulumi.ComponentResource):
     """Checkpoints survive the nodes: they are synced here and pulled back on resume."""
 
-    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, *, storage: StoragePlan, tags: dict[str, str],
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:tencentcloud:Storage", f"{name}-storage", None, opts)
         child = pulumi.ResourceOptions(parent=self)
         # The bucket (<name>-<APPID>, from the stack): private, encrypted at rest, every write kept as a version.
-        self.bucket = tencentcloud.cos.Bucket(f"{name}-checkpoints", bucket=plan.storage.bucket, acl="private",
+        self.bucket = tencentcloud.cos.Bucket(f"{name}-checkpoints", bucket=storage.bucket, acl="private",
                                               encryption_algorithm="AES256", versioning_enable=True,
-                                              tags=plan.tag_map, opts=child)
+                                              tags=tags, opts=child)
         # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
-        tencentcloud.cos.BucketObject(f"{name}-code", bucket=self.bucket.bucket, key=plan.storage.code_key,
-                                      source=str(write_bundle(BUNDLE_DIR, plan.storage.code_sha256)), acl="private",
-                                      tags=plan.tag_map, opts=child)
+        tencentcloud.cos.BucketObject(f"{name}-code", bucket=self.bucket.bucket, key=storage.code_key,
+                                      source=str(write_bundle(BUNDLE_DIR, storage.code_sha256)), acl="private",
+                                      tags=tags, opts=child)
         self.register_outputs({"bucket": self.bucket.bucket})

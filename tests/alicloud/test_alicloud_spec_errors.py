@@ -56,11 +56,6 @@ def test_zone_outside_the_region(ali):
     assert "not a zone of region 'cn-wulanchabu'" in problem.message
 
 
-def test_auto_image_names_none(ali):
-    problem = problems(ali(image="auto"))["gpufleet:cluster.image"]
-    assert "no deep-learning image on alicloud" in problem.message and "image id" in problem.fix
-
-
 def test_capacity_block_is_unsupported(ali):
     problem = problems(ali(market={"onDemandBase": 2, "reservationId": "cr-1", "capacityBlock": True}))[
         "gpufleet:cluster.market.capacityBlock"]
@@ -71,4 +66,10 @@ def test_spot_workers_never_join_the_deployment_set(ali):
     """Spot is allowed: only the on-demand head joins the deployment set (components/clouds/alicloud.py)."""
     _, plan = spec_and_plan(ali(nodes={"min": 2, "desired": 2, "max": 4}, job={"globalBatch": 1024, "microBatch": 32},
                                 market={"onDemandBase": 1, "spotPercent": 100}))
-    assert plan.placement_group and plan.worker.spot and not plan.head.spot
+    assert [(p.kind, p.roles) for p in plan.placements] == [("cluster", ("head",))]
+    assert plan.worker.spot and not plan.head.spot
+
+
+def test_anti_affinity_is_refused_with_the_reason(ali):
+    problem = problems(ali(network={"fabric": "erdma", "antiAffinity": True}))["gpufleet:cluster.network.antiAffinity"]
+    assert "ESS scaling configuration" in problem.message and "remove network.antiAffinity" in problem.fix

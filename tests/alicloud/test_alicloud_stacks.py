@@ -1,4 +1,5 @@
-"""Every shipped Alibaba Cloud stack, run through the real program under mocks, meets FACTS.md's invariants."""
+"""Every shipped Alibaba Cloud stack, run through the real program under mocks, meets the invariants
+docs/cloud-facts.md#alibaba-cloud states."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from stack_preview import preview_stack
+
+from components.clouds import CLOUDS
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = sorted(ROOT.joinpath("stacks").glob("Pulumi.ali-*.yaml"))
@@ -126,7 +129,7 @@ def test_user_data_is_the_plans(stack):
     config = one(resources, "alicloud:ess/scalingConfiguration:ScalingConfiguration")
     for node, role in ((head, plan.head), (config, plan.worker)):
         assert gzip.decompress(base64.b64decode(node["userData"])).decode() == role.user_data
-        assert len(node["userData"]) <= 16384
+        assert len(node["userData"]) <= CLOUDS["alicloud"].max_user_data_bytes
 
 
 def test_bucket_private_encrypted_versioned_with_the_code(stack):

@@ -15,7 +15,7 @@ import pytest
 
 from components.boot import report, store
 from components.boot.cluster import Boot
-from components.bootstrap import user_data_files
+from components.local.cloudconfig import document
 from components.realizers.encoding import gzip_base64
 from fleet.stacks import resolve, spec_and_plan
 
@@ -56,11 +56,11 @@ def test_cloud_init_takes_the_plans_user_data_from_the_clouds_datasource(booted)
         # Byte for byte what the realizer hands the cloud, and what the plan rendered once cloud-init inflates it.
         assert instance == base64.b64decode(gzip_base64(rendered))
         assert gzip.decompress(instance).decode() == rendered
-        for f in user_data_files(rendered):  # write_files, as cloud-init itself wrote them
-            written = node.machine.path(f.path)
-            assert written.read_bytes() == f.content, f.path
-            if not f.path.startswith("/opt/gpufleet/bin/"):  # `gpufleet-node install` reinstalls those 0755
-                assert oct(written.stat().st_mode & 0o777) == oct(int(f.mode, 8)), f.path
+        for f in document(rendered)["write_files"]:  # write_files, as cloud-init itself wrote them
+            written = node.machine.path(f["path"])
+            assert written.read_bytes() == f["content"].encode(), f["path"]
+            if not f["path"].startswith("/opt/gpufleet/bin/"):  # `gpufleet-node install` reinstalls those 0755
+                assert oct(written.stat().st_mode & 0o777) == oct(int(f.get("permissions", "0644"), 8)), f["path"]
         runcmd = node.machine.read("/var/lib/cloud/instance/scripts/runcmd").decode()
         assert runcmd.splitlines()[1] == "'/opt/gpufleet/bin/gpufleet-node' 'install'"  # runcmd's first command
 

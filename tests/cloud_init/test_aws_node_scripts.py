@@ -1,5 +1,7 @@
-"""The AWS parts of the node scripts, run for real in local mode against a fake IMDSv2 and a fake `aws` CLI: the spot
-watcher drains a worker its scaling group terminates, and the GPU publisher sends the series the workers scale on."""
+"""The AWS parts of the node scripts, run for real in local mode against a fake IMDSv2 and a fake `aws` CLI (S3 as a
+folder): the spot watcher drains a worker its scaling group terminates, and the GPU publisher sends the series the
+workers scale on. The node is booted from the planner's user-data; with GF_CLOUD=aws, `install` puts the AWS adapter
+(cloud-init/clouds/aws.sh) in place, so every AWS call goes through it."""
 
 from __future__ import annotations
 
@@ -8,17 +10,28 @@ import threading
 
 import pytest
 from bootstrap_helpers import run
-from test_local_scripts import LOCAL, local_node  # noqa: F401  (local_node: the fixture)
+from test_local_scripts import local_node  # noqa: F401  (the fixture)
 
-from components.aws.compute import DRAIN_HOOK, GPU_METRIC
+from components.aws.compute import GPU_METRIC
+from components.plan.lifecycle import DRAIN_HOOK
 
 TOKEN_HEADER = "X-aws-ec2-metadata-token"
 INSTANCE_ID = "i-0123456789abcdef0"
 GROUP = "aws-test-workers-1a2b3c4"
+BUCKET = "s3://test-bucket/checkpoints"
 FAKE_AWS = f"""#!/usr/bin/env bash
-# Stands in for the AWS CLI: records each call; says which group the instance is in; notes whether the checkpoint was
-# in the bucket when the lifecycle action was completed.
+# Stands in for the AWS CLI: S3 is a folder under $GPUFLEET_TEST/s3; every other call is recorded; says which group
+# the instance is in; notes whether the checkpoint was in the bucket when the lifecycle action was completed.
 set -euo pipefail
+case "$1 $2" in
+  "s3 cp" | "s3 sync")
+    src=$4 dst=$5
+    case "$src" in s3://*) src="$GPUFLEET_TEST/s3/${{src#s3://}}" ;; esac
+    case "$dst" in s3://*) dst="$GPUFLEET_TEST/s3/${{dst#s3://}}" ;; esac
+    if [ "$2" = sync ]; then mkdir -p "$dst" && {{ [ ! -d "$src" ] || cp -a "$src/." "$dst/"; }}
+    else mkdir -p "$(dirname "$dst")" && cp "$src" "$dst"; fi
+    exit 0 ;;
+esac
 printf '%s\\n' "$*" >> "$GPUFLEET_TEST/aws-calls"
 case "$1 $2" in
   "autoscaling describe-auto-scaling-instances") echo {GROUP} ;;
@@ -70,17 +83,19 @@ def aws_cli(tmp_path):
     return tmp_path / "test/aws-calls"
 
 
-def test_a_worker_the_group_terminates_checkpoints_then_completes_the_hook(local_node, aws_cli, tmp_path):  # noqa: F811
+@pytest.mark.parametrize("spot", [True, False], ids=["spot", "on-demand"])
+def test_a_worker_the_group_terminates_checkpoints_then_completes_the_hook(local_node, aws_cli, tmp_path,  # noqa: F811
+                                                                          spot):
     server = _server(type("Handler", (Imds,), {"ready": tmp_path / "test/worker-ready"}))
     url = f"http://127.0.0.1:{server.server_port}"
     try:
-        root, entry, env = local_node(cloud="aws", region="us-east-1", spot=True,
-                                      metadata_url=f"{url}/latest/meta-data",
-                                      spot_notice_url=f"{url}/latest/meta-data/spot/instance-action",
-                                      imds_token_url=f"{url}/latest/api/token", imds_token_header=TOKEN_HEADER)
-        node_env = root / "etc/gpufleet/node.env"
-        node_env.write_text(node_env.read_text().replace("GF_SPOT_POLL_S='5'", "GF_SPOT_POLL_S='0.2'"))
-        pushed = tmp_path / "bucket/ckpt/step-7/model.pt"
+        root, entry, env, _ = local_node(role="worker", cloud="aws", region="us-east-1", spot=spot,
+                                         drain_hook=DRAIN_HOOK, checkpoint_uri=BUCKET,
+                                         metadata_url=f"{url}/latest/meta-data",
+                                         spot_notice_url=f"{url}/latest/meta-data/spot/instance-action",
+                                         imds_token_url=f"{url}/latest/api/token", imds_token_header=TOKEN_HEADER,
+                                         spot_poll_s=0.2)
+        pushed = tmp_path / "test/s3/test-bucket/checkpoints/step-7/model.pt"
         result = run([entry, "start"], root, env | {"GPUFLEET_TEST_WORKER": "1", "GPUFLEET_TEST_PUSHED": str(pushed)})
     finally:
         server.shutdown()
@@ -114,8 +129,8 @@ class Dcgm(http.server.BaseHTTPRequestHandler):
 def test_the_gpu_publisher_sends_the_mean_utilisation_the_policy_scales_on(local_node, aws_cli, cloud):  # noqa: F811
     server = _server(Dcgm)
     try:
-        root, entry, env = local_node(cloud=cloud, region="us-east-1", gpus=2,
-                                      metrics_ports=(9100, server.server_port))
+        root, entry, env, plan = local_node(cloud=cloud, region="us-east-1", gpus=2,
+                                            dcgm_exporter_port=server.server_port)
         result = run([entry.parent / "gpufleet-gpu-metric"], root, env)
     finally:
         server.shutdown()
@@ -125,5 +140,5 @@ def test_the_gpu_publisher_sends_the_mean_utilisation_the_policy_scales_on(local
         return
     assert aws_cli.read_text().splitlines() == [
         f"cloudwatch put-metric-data --region us-east-1 --namespace {GPU_METRIC['namespace']} "
-        f"--metric-name {GPU_METRIC['metric_name']} --dimensions Cluster={LOCAL.cluster} --unit {GPU_METRIC['unit']} "
+        f"--metric-name {GPU_METRIC['metric_name']} --dimensions Cluster={plan.name} --unit {GPU_METRIC['unit']} "
         "--value 85.5"]

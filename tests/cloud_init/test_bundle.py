@@ -12,15 +12,16 @@ import tarfile
 import pytest
 import yaml
 
-from components.bundle import ROOT, build, bundle_bytes, bundle_sha256, source_files, write_bundle
+from components.bundle import build, bundle_bytes, bundle_sha256, source_files, write_bundle
+from components.paths import PROJECT_ROOT
 from components.stackfile import load_stack_file
 from fleet.stacks import spec_and_plan
 
 
 def test_bundle_carries_the_node_files():
     names = set(source_files())
-    node = {f"cloud-init/bin/{p.name}" for p in (ROOT / "cloud-init/bin").iterdir()}
-    units = {f"cloud-init/systemd/{p.name}" for p in (ROOT / "cloud-init/systemd").iterdir()}
+    node = {f"cloud-init/bin/{p.name}" for p in (PROJECT_ROOT / "cloud-init/bin").iterdir()}
+    units = {f"cloud-init/systemd/{p.name}" for p in (PROJECT_ROOT / "cloud-init/systemd").iterdir()}
     monitoring = {"monitoring/prometheus.yml", "monitoring/gpufleet-dashboard.json", "monitoring/dcgm-counters.csv"}
     assert node | units | monitoring | {"cloud-init/health_allreduce.py", "training/train.py"} <= names
     assert not [n for n in names if "__pycache__" in n or n.startswith("monitoring/baselines/")]

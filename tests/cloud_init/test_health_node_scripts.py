@@ -15,7 +15,7 @@ pytest.importorskip("torch")
 
 
 def test_a_failed_check_reports_the_node_with_its_figure(local_node):  # noqa: F811
-    root, entry, env = local_node()
+    root, entry, env, _ = local_node()
     (root / "etc/gpufleet/health.json").write_text(json.dumps({"row": {"gpus": 1}, "level": "light"}))
     result = run([entry, "gate"], root, env, timeout=120)
     assert result.returncode == 1
@@ -28,7 +28,7 @@ def test_a_failed_check_reports_the_node_with_its_figure(local_node):  # noqa: F
 
 
 def test_a_healthy_node_passes_and_keeps_its_report(local_node):  # noqa: F811
-    root, entry, env = local_node()
+    root, entry, env, _ = local_node()
     (root / "etc/gpufleet/health.json").write_text(json.dumps({"row": {"gpus": 0}, "level": "light"}))
     result = run([entry, "gate"], root, env, timeout=120)
     assert result.returncode == 0, result.stderr

@@ -6,13 +6,11 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-from dataclasses import replace
 
 import pytest
-from bootstrap_cases import CASES
 from bootstrap_helpers import VENV_BIN
+from node_cases import boot, plan_of
 
-from components.bootstrap import install_files, render_user_data
 from components.bundle import build, source_files
 from components.local.network import inside
 
@@ -61,25 +59,18 @@ def test_two_nodes_rendezvous_and_all_reduce(namespaces, tmp_path):
     bundle = build(source_files() | {"training/train.py": TRAIN})
     sha = hashlib.sha256(bundle).hexdigest()
     (tmp_path / f"{sha}.tar.gz").write_bytes(bundle)
-    head = replace(
-        CASES["local-head"],
-        head_address=f"{SUBNET}.1",
-        spot=False,
-        job_args=(),
-        code_uri=f"file://{tmp_path}/{sha}.tar.gz",
-        code_sha256=sha,
-        checkpoint_dir="/ckpt",
-        checkpoint_uri=f"file://{tmp_path}/bucket",
-    )
+    plan = plan_of("local")
+    settings = {"head_address": f"{SUBNET}.1", "code_uri": f"file://{tmp_path}/{sha}.tar.gz", "code_sha256": sha,
+                "checkpoint_dir": "/ckpt", "checkpoint_uri": f"file://{tmp_path}/bucket"}
     procs = []
-    for ns, node in zip(namespaces, (head, replace(head, role="worker")), strict=True):
-        root = tmp_path / ns
-        entry = install_files(render_user_data(node), root)
-        env = {"PATH": f"{VENV_BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "GPUFLEET_ROOT": str(root)}
+    for ns, role in zip(namespaces, (plan.head, plan.worker), strict=True):
+        entry = boot(role.user_data, tmp_path / ns, **settings)
+        env = {"PATH": f"{VENV_BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "GPUFLEET_ROOT": str(tmp_path / ns)}
         cmd = inside(ns, str(entry), "start")
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     outputs = [p.communicate(timeout=180)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], "\n".join(outputs)
-    assert sorted(p.name for p in (tmp_path / "bucket").iterdir()) == ["rank0", "rank1"]
-    for rank in ("rank0", "rank1"):
-        assert (tmp_path / "bucket" / rank).read_text() == "3.0 eth0"
+    world = 2 * plan.ranks_per_node
+    assert sorted(p.name for p in (tmp_path / "bucket").iterdir()) == [f"rank{r}" for r in range(world)]
+    for rank in range(world):
+        assert (tmp_path / "bucket" / f"rank{rank}").read_text() == f"{world * (world + 1) / 2} eth0"

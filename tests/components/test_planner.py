@@ -41,7 +41,7 @@ def test_efa_layout_per_type(type_name):
 
 
 def test_network_split_and_head_address():
-    net = plan_network("10.1.0.0/16", 9001)
+    net = plan_network("10.1.0.0/16", 9001, nat=True)
     private, public = ipaddress.ip_network(net.private.cidr), ipaddress.ip_network(net.public.cidr)
     assert private == ipaddress.ip_network("10.1.0.0/17") and not private.overlaps(public)
     assert ipaddress.ip_address(net.head_address) in private
@@ -73,14 +73,14 @@ def test_head_never_spot_workers_follow_the_market(write_stack, aws_cluster):
     assert plan.head.spot is False and plan.worker.spot is True
     assert plan.market.on_demand_base == 1, "the head takes one of the on-demand base"
     assert (plan.scaling.workers_min, plan.scaling.workers_desired, plan.scaling.workers_max) == (1, 3, 7)
-    assert plan.torchrun[1] == "--nnodes=2:8"
-    assert f"--rdzv-endpoint={plan.network.head_address}:29400" in plan.torchrun
+    assert [(g.name, g.form, g.market, g.min_size, g.desired, g.max_size) for g in plan.workers] == [
+        ("workers", "scaling-group", "mixed", 1, 3, 7)]
 
 
 def test_capacity_block_has_no_placement_group(write_stack, aws_cluster):
     aws_cluster["market"] = {"onDemandBase": 2, "capacityBlock": True, "reservationId": "cr-0123456789abcdef0"}
     plan = plan_of(write_stack, aws_cluster)
-    assert plan.placement_group is False and plan.market.capacity_block
+    assert plan.placements == () and plan.market.capacity_block
 
 
 def test_cost_of_the_spot_mix(write_stack, aws_cluster):
@@ -96,7 +96,7 @@ def test_cost_unknown_price_is_none_not_zero():
     from components.clouds import profile
     from components.plan.model import MarketPlan, ScalingPlan
 
-    cost = plan_cost(profile("aws"), None, MarketPlan(0, 0, "x", None, None, False), ScalingPlan(1, 1, 1, None, 0))
+    cost = plan_cost(profile("aws"), None, MarketPlan(0, 0, "x", None, None, False), ScalingPlan(1, 1, 1, None))
     assert cost.expected_hourly is None and cost.on_demand_hourly is None
 
 

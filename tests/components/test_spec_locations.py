@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from spec_cases import only, plan_of
+from spec_cases import only, plan_of, problems
 
 ZONE = "gpufleet:cluster.zone"
 
@@ -74,3 +74,11 @@ def test_a_local_cluster_has_no_zone(tmp_path):
 def test_a_region_written_in_the_cluster_is_not_silently_dropped(tmp_path, cloud):
     problem = only(tmp_path, cloud, {"region": "eu-west-1"})
     assert problem.path == "gpufleet:cluster.region" and "would be ignored" in problem.message
+
+
+@pytest.mark.parametrize(("cloud", "key"), [("aws", "aws:region"), ("alicloud", "alicloud:region"),
+                                            ("tencentcloud", "tencentcloud:region")])
+def test_the_misplaced_region_names_the_clouds_own_key_even_beside_a_refused_job_setting(tmp_path, cloud, key):
+    found = {p.path: p for p in problems(tmp_path, cloud, {"region": "eu-west-1", "job": {"resume": True}})}
+    assert set(found) == {"gpufleet:cluster.region", "gpufleet:cluster.job.resume"}
+    assert found["gpufleet:cluster.region"].fix == f"move it to config as {key} and remove it here."

@@ -10,15 +10,16 @@ import yaml
 from policy_helpers import fired, first
 
 from fleet.cli import main
-from policy import types as t
-from policy.access import bucket_of
+from policy.clouds import alicloud as ali_t
+from policy.clouds import aws as aws_t
+from policy.clouds import tencentcloud as tc_t
 
 RULE = "no-wildcard-bucket-access"
 
 
 def _aws(stack_of, resources_of_statement, actions=("s3:GetObject",)):
     resources = stack_of("aws-g4dn-dev")
-    policy = first(resources, t.AWS_ROLE_POLICY)["inputs"]
+    policy = first(resources, aws_t.ROLE_POLICY)["inputs"]
     document = json.loads(policy["policy"])
     document["Statement"].append({"Effect": "Allow", "Action": list(actions), "Resource": resources_of_statement})
     policy["policy"] = json.dumps(document)
@@ -39,7 +40,7 @@ def test_aws_storage_actions_on_everything(stack_of):
 
 def test_alibaba_wildcard_bucket(stack_of):
     resources = stack_of("ali-erdma")
-    policy = first(resources, t.ALI_RAM_POLICY)["inputs"]
+    policy = first(resources, ali_t.RAM_POLICY)["inputs"]
     document = json.loads(policy["policyDocument"])
     document["Statement"][1]["Resource"] = ["acs:oss:*:*:*/*"]
     policy["policyDocument"] = json.dumps(document)
@@ -50,7 +51,7 @@ def test_alibaba_wildcard_bucket(stack_of):
                                       "qcs::cos:ap-guangzhou:uid/*:gf-tencent-spot-1250000000/*"])
 def test_tencent_wildcard_bucket(stack_of, resource):
     resources = stack_of("tencent-spot")
-    policy = first(resources, t.TC_CAM_POLICY)["inputs"]
+    policy = first(resources, tc_t.CAM_POLICY)["inputs"]
     document = json.loads(policy["document"])
     document["statement"][1]["resource"] = [resource]
     policy["document"] = json.dumps(document)
@@ -62,12 +63,15 @@ def test_the_shipped_stacks_name_their_buckets(stack_of):
         assert RULE not in fired(stack_of(name))
 
 
-@pytest.mark.parametrize("resource, bucket", [
-    ("arn:aws:s3:::ckpt/*", "ckpt"), ("acs:oss:*:*:ckpt/*", "ckpt"),
-    ("qcs::cos:ap-guangzhou:uid/1250000000:ckpt-1250000000/", "ckpt-1250000000"), ("arn:aws:ec2:*:*:instance/*", None),
+@pytest.mark.parametrize("reader, resource, bucket", [
+    (aws_t.READER, "arn:aws:s3:::ckpt/*", "ckpt"), (aws_t.READER, "arn:aws-cn:s3:::ckpt", "ckpt"),
+    (aws_t.READER, "arn:aws:ec2:*:*:instance/*", None), (ali_t.READER, "acs:oss:*:*:ckpt/*", "ckpt"),
+    (ali_t.READER, "acs:ecs:*:*:instance/*", None),
+    (tc_t.READER, "qcs::cos:ap-guangzhou:uid/1250000000:ckpt-1250000000/", "ckpt-1250000000"),
+    (tc_t.READER, "qcs::cos:ap-guangzhou:uid/*:ckpt-1250000000/*", "*"), (tc_t.READER, "qcs::cvm:::*", None),
 ])
-def test_bucket_of_each_clouds_resource_names(resource, bucket):
-    assert bucket_of(resource) == bucket
+def test_bucket_of_each_clouds_resource_names(reader, resource, bucket):
+    assert reader.bucket_of(resource) == bucket
 
 
 @pytest.mark.parametrize("cloud, region", [("aws", "us-east-1"), ("alicloud", "cn-hangzhou")])

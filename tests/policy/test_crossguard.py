@@ -15,7 +15,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
-from policy import types as t
+from policy.clouds import aws as aws_t
 from policy.crossguard import plain, policies
 from policy.rules import RESOURCE_RULES, STACK_RULES
 
@@ -55,12 +55,12 @@ def _resource_args(kind: str, props: dict) -> ResourceValidationArgs:
 def test_resource_policy_reports_on_camel_case_props_and_skips_unknowns():
     policy = _by_name()["imdsv2-required"]
     reports: list[str] = []
-    policy.validate(_resource_args(t.AWS_LAUNCH_TEMPLATE, {"metadataOptions": {"httpTokens": "optional"}}),
+    policy.validate(_resource_args(aws_t.LAUNCH_TEMPLATE, {"metadataOptions": {"httpTokens": "optional"}}),
                     lambda message, urn=None: reports.append(message))
     assert reports and "IMDSv2" in reports[0]
     quiet: list[str] = []
     ingress = {"ipProtocol": "-1", "referencedSecurityGroupId": UNKNOWN_STRING_VALUE, "description": "members"}
-    _by_name()["no-open-ingress"].validate(_resource_args(t.AWS_SG_INGRESS, ingress),
+    _by_name()["no-open-ingress"].validate(_resource_args(aws_t.SG_INGRESS, ingress),
                                            lambda message, urn=None: quiet.append(message))
     assert quiet == []
 
@@ -69,8 +69,8 @@ def test_stack_policy_sees_every_resource():
     def resource(kind: str, name: str, props: dict) -> PolicyResource:
         return PolicyResource(kind, unknown_checking_proxy(props), f"urn:{name}", name, None, None, None, [], {})
 
-    template = resource(t.AWS_LAUNCH_TEMPLATE, "lt", {"networkInterfaces": [{"interfaceType": "efa"}]})
-    ingress = resource(t.AWS_SG_INGRESS, "in", {"ipProtocol": "-1", "referencedSecurityGroupId": UNKNOWN_STRING_VALUE})
+    template = resource(aws_t.LAUNCH_TEMPLATE, "lt", {"networkInterfaces": [{"interfaceType": "efa"}]})
+    ingress = resource(aws_t.SG_INGRESS, "in", {"ipProtocol": "-1", "referencedSecurityGroupId": UNKNOWN_STRING_VALUE})
     reports: list[str] = []
     _by_name()["fabric-self-both-ways"].validate(StackValidationArgs([template, ingress], {}),
                                                  lambda message, urn=None: reports.append(message))

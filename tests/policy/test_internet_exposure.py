@@ -11,7 +11,9 @@ from policy_helpers import fired, first
 
 from components.cidrs import exposing, parse_cidr
 from fleet.cli import main
-from policy import types as t
+from policy.clouds import alicloud as ali_t
+from policy.clouds import aws as aws_t
+from policy.clouds import tencentcloud as tc_t
 from policy.rules import evaluate
 
 WIDE = ["0.0.0.0/0", "0.0.0.0/00", "0.0.0.0/0.0.0.0", "0.0.0.0/1", "128.0.0.0/1", "1.0.0.0/7", "::/0", "0::0/0",
@@ -22,7 +24,7 @@ NARROW = ["10.0.0.0/8", "11.0.0.0/8", "203.0.113.0/24", "2001:db8::/32"]
 def _aws(stack_of, cidr):
     resources = stack_of("aws-g4dn-dev")
     field = "cidrIpv6" if ":" in cidr else "cidrIpv4"
-    inputs = first(resources, t.AWS_SG_INGRESS, "ingress-0")["inputs"]
+    inputs = first(resources, aws_t.SG_INGRESS, "ingress-0")["inputs"]
     inputs.pop("referencedSecurityGroupId")
     inputs.update({field: cidr, "description": "mine"})
     return resources
@@ -30,7 +32,7 @@ def _aws(stack_of, cidr):
 
 def _ali(stack_of, cidr):
     resources = stack_of("ali-erdma")
-    inputs = first(resources, t.ALI_SG_RULE, "ingress-2")["inputs"]
+    inputs = first(resources, ali_t.SG_RULE, "ingress-2")["inputs"]
     inputs.pop("cidrIp", None)
     inputs["ipv6CidrIp" if ":" in cidr else "cidrIp"] = cidr
     return resources
@@ -38,7 +40,7 @@ def _ali(stack_of, cidr):
 
 def _tc(stack_of, cidr):
     resources = stack_of("tencent-hcc")
-    first(resources, t.TC_SG_RULES)["inputs"]["ingresses"].append(
+    first(resources, tc_t.SG_RULES)["inputs"]["ingresses"].append(
         {"protocol": "TCP", "port": "22", "action": "ACCEPT", ("ipv6CidrBlock" if ":" in cidr else "cidrBlock"): cidr})
     return resources
 
@@ -64,14 +66,14 @@ def test_a_range_no_one_can_read_is_refused(stack_of):
 
 def test_inline_security_group_rules_count_too(stack_of):
     resources = stack_of("aws-g4dn-dev")
-    first(resources, t.AWS_SG)["inputs"]["ingress"] = [
+    first(resources, aws_t.SG)["inputs"]["ingress"] = [
         {"protocol": "tcp", "fromPort": 22, "toPort": 22, "cidrBlocks": ["0.0.0.0/1", "128.0.0.0/1"]}]
     assert "no-open-ingress" in fired(resources)
 
 
 def _many(stack_of, cidrs):
     resources = stack_of("tencent-hcc")
-    first(resources, t.TC_SG_RULES)["inputs"]["ingresses"] += [
+    first(resources, tc_t.SG_RULES)["inputs"]["ingresses"] += [
         {"protocol": "TCP", "port": "22", "action": "ACCEPT", "cidrBlock": cidr} for cidr in cidrs]
     return resources
 

@@ -75,8 +75,9 @@ def test_elastic_hcc_cluster(tencent):
 
 
 def test_bucket_without_appid(tencent):
-    problem = problems(tencent(storage={}))["gpufleet:cluster.storage.checkpointBucket"]
-    assert "APPID" in problem.message
+    found = problems(tencent(storage={"checkpointBucket": "gpufleet-ckpt"}))
+    problem = found["gpufleet:cluster.storage.checkpointBucket"]
+    assert "APPID" in problem.message and "remove it" in problem.fix
 
 
 def test_zone_outside_the_region(tencent):

@@ -1,0 +1,52 @@
+# shellcheck shell=bash
+# The node scripts' AWS adapter, sourced by gpufleet-lib.sh as gpufleet-cloud.sh: S3 through the aws CLI, the
+# scaling group's own unhealthy path, nodes found by their gpufleet:cluster tag, the EFA installer, the group's
+# termination hook (target lifecycle state, complete-lifecycle-action) and the CloudWatch GPU series. The instance
+# role supplies every credential, and allows exactly these calls (components/aws/iam.py).
+
+cloud_copy() { # SRC DST RECURSIVE(0|1): exactly one side is an s3:// URI
+  case "$1$2" in *s3://*) ;; *) die "unsupported URI: $1 $2" ;; esac
+  if [ "$3" = 1 ]; then aws s3 sync --only-show-errors "$1" "$2"; else aws s3 cp --only-show-errors "$1" "$2"; fi
+}
+
+cloud_mark_unhealthy() { # REASON
+  local id
+  id="$(meta "$GF_METADATA_URL/instance-id")"
+  aws ec2 create-tags --region "$GF_REGION" --resources "$id" --tags "Key=gpufleet:health,Value=failed:$1"
+  aws autoscaling set-instance-health --region "$GF_REGION" --instance-id "$id" --health-status Unhealthy \
+    --no-should-respect-grace-period
+}
+
+cloud_addresses() { # the private addresses of the cluster's running nodes, one per line
+  aws ec2 describe-instances --region "$GF_REGION" --output text \
+    --filters "Name=tag:gpufleet:cluster,Values=$GF_CLUSTER" Name=instance-state-name,Values=running \
+    --query 'Reservations[].Instances[].PrivateIpAddress' | tr '\t' '\n'
+}
+
+cloud_install_fabric() { # the fabric's driver stack, when the probe finds no device
+  [ "$GF_FABRIC" = efa ] || return 0
+  log "EFA missing: running the EFA installer"
+  curl -fsSL https://efa-installer.amazonaws.com/aws-efa-installer-latest.tar.gz | tar -xz -C /tmp
+  (cd /tmp/aws-efa-installer && ./efa_installer.sh -y)
+}
+
+cloud_group_leaving() { # prints the state and succeeds while the scaling group is taking this node away
+  local state
+  state="$(meta "$GF_METADATA_URL/autoscaling/target-lifecycle-state" 2>/dev/null)" && [ "$state" = Terminated ] \
+    && printf '%s\n' "$state"
+}
+
+cloud_complete_drain() { # HOOK: lets the group's termination go on now that the checkpoint is in the bucket
+  local id group
+  id="$(meta "$GF_METADATA_URL/instance-id")"
+  group="$(aws autoscaling describe-auto-scaling-instances --region "$GF_REGION" --instance-ids "$id" \
+    --query 'AutoScalingInstances[0].AutoScalingGroupName' --output text)"
+  aws autoscaling complete-lifecycle-action --region "$GF_REGION" --auto-scaling-group-name "$group" \
+    --lifecycle-hook-name "$1" --instance-id "$id" --lifecycle-action-result CONTINUE
+  log "completed $1 for $id in $group"
+}
+
+cloud_publish_gpu_util() { # PERCENT: the cluster's one series, which the worker group's target tracking reads
+  aws cloudwatch put-metric-data --region "$GF_REGION" --namespace gpufleet --metric-name GPUUtilization \
+    --dimensions "Cluster=$GF_CLUSTER" --unit Percent --value "$1"
+}

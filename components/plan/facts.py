@@ -1,0 +1,43 @@
+"""Account facts only the cloud can give (its current image, the account's id), looked up when the program runs.
+
+The planner never calls a cloud: `lookups(spec)` says what a spec needs, the cloud's realizer package answers it
+(`components/<cloud>/lookups.py`, through the provider's own data sources) and the answers are inputs to `plan`.
+Offline, the preview's mocks answer with stand-ins (fleet/preview.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components.clouds import profile
+from components.clouds.base import ImageQuery
+from components.spec import ClusterSpec
+
+
+@dataclass(frozen=True)
+class Lookups:
+    """What a spec needs looked up before it can be planned; empty for most stacks."""
+
+    image: ImageQuery | None = None
+    instance_type: str = ""
+    account_id: bool = False
+
+    def __bool__(self) -> bool:
+        return self.image is not None or self.account_id
+
+
+@dataclass(frozen=True)
+class DeployFacts:
+    """The answers: the image `auto` found, the account's id. None where nothing was asked."""
+
+    image_id: str | None = None
+    account_id: str | None = None
+
+
+def lookups(spec: ClusterSpec) -> Lookups:
+    """An image look-up for `image: auto` where the cloud has no alias; the account id where the default bucket's
+    name must carry it."""
+    cloud = profile(spec.cloud)
+    image = cloud.auto_image.lookup if spec.image == "auto" else None
+    account = cloud.account_in_bucket and not spec.storage.checkpoint_bucket
+    return Lookups(image=image, instance_type=spec.instance_type if image else "", account_id=account)
