@@ -12,8 +12,8 @@ from components.alicloud.network import AliNetwork
 from components.alicloud.nodes import NodeArgs
 from components.alicloud.security import AliSecurity
 from components.alicloud.storage import AliStorage
-from components.alicloud.workers import AliWorkers
-from components.plan.model import ClusterPlan
+from components.alicloud.workers import AliWorkers, worker_instances
+from components.plan.model import INSTANCES, SCALING_GROUP, ClusterPlan
 from components.realizers.outputs import plan_outputs
 
 
@@ -28,17 +28,22 @@ class AliCluster(pulumi.ComponentResource):
         network = AliNetwork(name, net=plan.network, zone=plan.zone, tags=tags, opts=child)
         security = AliSecurity(name, cluster=plan.name, rules=plan.firewall, vpc_id=network.vpc.id, tags=tags,
                                opts=child)
-        identity = AliIdentity(name, bucket=plan.storage.bucket, tags=tags, opts=child)
+        identity = AliIdentity(name, tags=tags, opts=child)
         storage = AliStorage(name, storage=plan.storage, tags=tags, opts=child)
         nodes = NodeArgs.of(plan, network.private.id, security.group.id, identity.role.role_name)
         head = AliHead(name, nodes, plan.head, plan.network.head_address, opts=child)
-        workers = [AliWorkers(name, nodes, plan.worker, group, plan.scaling.gpu_util_target, opts=child)
-                   for group in plan.workers]
+        scaled = [AliWorkers(name, nodes, plan.worker, group, opts=child)
+                  for group in plan.workers if group.form == SCALING_GROUP]
+        fixed = worker_instances(name, nodes, plan.worker, tuple(g for g in plan.workers if g.form == INSTANCES),
+                                 head.deployment_set.id if head.deployment_set else None, child)
+        identity.grant(plan.storage.bucket, region=plan.region, cluster=plan.name,
+                       scaling_groups=[group.group.id for group in scaled])
         self.outputs: dict[str, Any] = {
             **plan_outputs(plan),
             "headInstanceId": head.instance.id,
             "image": head.instance.image_id,
-            "workerGroup": workers[0].group.id if workers else None,
+            "workerGroup": scaled[0].group.id if scaled else None,
+            "workerInstanceIds": [worker.id for worker in fixed] or None,
             "deploymentSet": head.deployment_set.id if head.deployment_set else None,
             "securityGroupId": security.group.id,
             "bucket": storage.bucket.bucket,

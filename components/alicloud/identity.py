@@ -3,42 +3,53 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import pulumi
 import pulumi_alicloud as alicloud
 
+CLUSTER_TAG = "gpufleet:cluster"
 
-def node_policy(bucket_name: str) -> dict:
-    """Least privilege: read/write one bucket; list the cluster's nodes, tag them, mark them unhealthy."""
+
+def node_policy(bucket_name: str, *, region: str, cluster: str, scaling_groups: Sequence[str] = ()) -> dict:
+    """Least privilege: read/write one bucket; list nodes; tag only the cluster's instances (by its tag) and mark
+    unhealthy only in its own scaling groups (docs/cloud-facts.md#alibaba-node-permissions)."""
     bucket = f"acs:oss:*:*:{bucket_name}"
-    return {
-        "Version": "1",
-        "Statement": [
-            {"Effect": "Allow", "Action": ["oss:ListObjects", "oss:GetBucketInfo"], "Resource": [bucket]},
-            {"Effect": "Allow", "Action": ["oss:GetObject", "oss:PutObject", "oss:DeleteObject"],
-             "Resource": [f"{bucket}/*"]},
-            {"Effect": "Allow", "Action": ["ecs:DescribeInstances", "ecs:TagResources", "ess:SetInstanceHealth"],
-             "Resource": ["*"]},
-        ],
-    }
+    statements = [
+        {"Effect": "Allow", "Action": ["oss:ListObjects", "oss:GetBucketInfo"], "Resource": [bucket]},
+        {"Effect": "Allow", "Action": ["oss:GetObject", "oss:PutObject", "oss:DeleteObject"],
+         "Resource": [f"{bucket}/*"]},
+        {"Effect": "Allow", "Action": ["ecs:DescribeInstances"], "Resource": ["*"]},
+        {"Effect": "Allow", "Action": ["ecs:TagResources"], "Resource": [f"acs:ecs:{region}:*:instance/*"],
+         "Condition": {"StringEquals": {f"acs:ResourceTag/{CLUSTER_TAG}": [cluster]}}},
+    ]
+    if scaling_groups:
+        statements.append({"Effect": "Allow", "Action": ["ess:SetInstanceHealth"],
+                           "Resource": [f"acs:ess:{region}:*:scalinggroup/{group}" for group in scaling_groups]})
+    return {"Version": "1", "Statement": statements}
 
 
 class AliIdentity(pulumi.ComponentResource):
-    """Role ECS assumes, its one policy, and the attachment of the two."""
+    """Role ECS assumes; its one policy comes with `grant`, once the scaling groups it names exist."""
 
-    def __init__(self, name: str, *, bucket: str, tags: dict[str, str],
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, *, tags: dict[str, str], opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:alicloud:Identity", f"{name}-identity", None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        self._name, self._tags = name, tags
         trust = {"Version": "1", "Statement": [
             {"Effect": "Allow", "Principal": {"Service": ["ecs.aliyuncs.com"]}, "Action": "sts:AssumeRole"}]}
         # The role ECS assumes for the nodes.
         self.role = alicloud.ram.Role(f"{name}-node-role", role_name=f"{name}-node",
-                                      assume_role_policy_document=json.dumps(trust), tags=tags, opts=child)
-        # Its only permissions.
-        policy = alicloud.ram.Policy(f"{name}-node-policy", policy_name=f"{name}-node",
-                                     policy_document=json.dumps(node_policy(bucket)), tags=tags, opts=child)
-        # The policy on the role.
-        alicloud.ram.RolePolicyAttachment(f"{name}-node-policy-attachment", role_name=self.role.role_name,
-                                          policy_name=policy.policy_name, policy_type="Custom", opts=child)
+                                      assume_role_policy_document=json.dumps(trust), tags=tags,
+                                      opts=pulumi.ResourceOptions(parent=self))
         self.register_outputs({"roleName": self.role.role_name})
+
+    def grant(self, bucket: str, *, region: str, cluster: str, scaling_groups: Sequence[pulumi.Input[str]]) -> None:
+        child = pulumi.ResourceOptions(parent=self)
+        document = pulumi.Output.all(*scaling_groups).apply(lambda groups: json.dumps(
+            node_policy(bucket, region=region, cluster=cluster, scaling_groups=groups)))
+        # The role's only permissions.
+        policy = alicloud.ram.Policy(f"{self._name}-node-policy", policy_name=f"{self._name}-node",
+                                     policy_document=document, tags=self._tags, opts=child)
+        # The policy on the role.
+        alicloud.ram.RolePolicyAttachment(f"{self._name}-node-policy-attachment", role_name=self.role.role_name,
+                                          policy_name=policy.policy_name, policy_type="Custom", opts=child)

@@ -7,6 +7,10 @@ import pulumi_alicloud as alicloud
 
 from components.plan.model import NetworkPlan
 
+# The NAT address's cap in Mbit/s: the most a pay-by-traffic EIP takes (billed per GB, so the cap costs nothing);
+# unset, it is 5 Mbit/s for the whole cluster's images, drivers and packages (docs/cloud-facts.md#alibaba-nat).
+NAT_BANDWIDTH_MBPS = 200
+
 
 class AliNetwork(pulumi.ComponentResource):
     """The cluster's network in one zone; nodes have no public address and leave through NAT."""
@@ -30,7 +34,8 @@ class AliNetwork(pulumi.ComponentResource):
                                       opts=child)
         # The NAT gateway's public address.
         eip = alicloud.ecs.EipAddress(f"{name}-nat-eip", address_name=f"{name}-nat", payment_type="PayAsYouGo",
-                                      internet_charge_type="PayByTraffic", tags=tags, opts=child)
+                                      internet_charge_type="PayByTraffic", bandwidth=str(NAT_BANDWIDTH_MBPS),
+                                      tags=tags, opts=child)
         # The address bound to the gateway.
         bound = alicloud.ecs.EipAssociation(f"{name}-nat-eip-binding", allocation_id=eip.id, instance_id=nat.id,
                                             instance_type="Nat", opts=child)

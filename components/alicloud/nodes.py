@@ -1,13 +1,16 @@
 """What the head and the workers share: the plan's slice they are made of, disks and interfaces as ECS/ESS
-arguments."""
+arguments, and one ECS node with its role and ERIs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import pulumi
+import pulumi_alicloud as alicloud
 
 from components.plan.model import ClusterPlan, ImagePlan, Interface, MarketPlan, PlacementPlan, RolePlan
+from components.realizers.encoding import gzip_base64
+from components.realizers.images import image_ignore_changes
 
 # eRDMA interfaces are ENIs in HighPerformance mode; every other interface is a Standard ENI.
 TRAFFIC_MODE = {"erdma": "HighPerformance"}
@@ -55,3 +58,51 @@ def disk_args(args: NodeArgs) -> dict:
     """Encrypted ESSD system disk of the plan's size (same argument names on ecs.Instance and ESS)."""
     return {"system_disk_category": SYSTEM_DISK, "system_disk_size": args.root_volume_gb,
             "system_disk_encrypted": True}
+
+
+def _market(market: MarketPlan, spot: bool) -> dict:
+    """Pay-as-you-go; a spot node capped at the stack's price, else at the on-demand price."""
+    if not spot:
+        return {"spot_strategy": "NoSpot"}
+    if market.max_spot_price is None:
+        return {"spot_strategy": "SpotAsPriceGo"}
+    return {"spot_strategy": "SpotWithPriceLimit", "spot_price_limit": market.max_spot_price}
+
+
+def _reservation(market: MarketPlan) -> dict:
+    """An ECS private pool (the stack's reservationId) the node must launch into."""
+    if not market.reservation_id:
+        return {}
+    return {"private_pool_options_match_criteria": "Target", "private_pool_options_id": market.reservation_id}
+
+
+def ecs_node(resource_name: str, args: NodeArgs, role: RolePlan, *, spot: bool, opts: pulumi.ResourceOptions,
+             private_ip: str | None = None,
+             deployment_set_id: pulumi.Input[str] | None = None) -> alicloud.ecs.Instance:
+    """One node as an ECS instance: hardened metadata, encrypted disk, jumbo frames for the plan's MTU, the node
+    role, and the plan's ERIs (an ESS configuration cannot carry ERIs: docs/cloud-facts.md#alibaba-provider-rules)."""
+    tags = role.tag_map
+    # The node: no public address, hardened metadata, jumbo frames when the plan's MTU needs them.
+    instance = alicloud.ecs.Instance(
+        resource_name, instance_name=resource_name, availability_zone=args.zone, vswitch_id=args.vswitch_id,
+        security_groups=[args.group_id], instance_type=args.instance_type, image_id=args.image.ref,
+        private_ip=private_ip, instance_charge_type="PostPaid", internet_max_bandwidth_out=0, http_endpoint="enabled",
+        http_tokens="required", enable_jumbo_frame=args.mtu > 1500, user_data=gzip_base64(role.user_data),
+        deployment_set_id=deployment_set_id, tags=tags, volume_tags=tags,
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+            ignore_changes=image_ignore_changes(args.image))),
+        **disk_args(args), **_market(args.market, spot), **_reservation(args.market))
+    # The node role on the node.
+    alicloud.ecs.RamRoleAttachment(f"{resource_name}-role", instance_id=instance.id, ram_role_name=args.role_name,
+                                   opts=opts)
+    for nic in erdma_interfaces(args):
+        # One ERI of the plan: a HighPerformance ENI in the nodes' vSwitch and security group.
+        eni = alicloud.ecs.EcsNetworkInterface(
+            f"{resource_name}-eri-{nic.device}", network_interface_name=f"{resource_name}-eri-{nic.device}",
+            vswitch_id=args.vswitch_id, security_group_ids=[args.group_id],
+            network_interface_traffic_mode=traffic_mode(nic), delete_on_release=True, tags=tags, opts=opts)
+        # Bound to the node on the plan's network card.
+        alicloud.ecs.EcsNetworkInterfaceAttachment(f"{resource_name}-eri-{nic.device}-attachment",
+                                                   instance_id=instance.id, network_interface_id=eni.id,
+                                                   network_card_index=nic.card, opts=opts)
+    return instance

@@ -9,6 +9,8 @@ from components.bundle import write_bundle
 from components.paths import BUNDLE_DIR
 from components.plan.model import StoragePlan
 
+SSE_OSS = "AES256"
+
 
 class AliStorage(pulumi.ComponentResource):
     """Checkpoints survive the nodes: they are synced here and pulled back on resume."""
@@ -17,9 +19,11 @@ class AliStorage(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:alicloud:Storage", f"{name}-storage", None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        # The bucket, named by the plan so user-data can name it before it exists; encrypted at rest with KMS.
+        # The bucket, named by the plan so user-data can name it before it exists; encrypted at rest with OSS's own
+        # keys (SSE-OSS), which the node's role reads and writes through without any KMS grant
+        # (docs/cloud-facts.md#alibaba-oss).
         self.bucket = alicloud.oss.Bucket(f"{name}-checkpoints", bucket=storage.bucket, tags=tags,
-                                          server_side_encryption_rule={"sse_algorithm": "KMS"}, opts=child)
+                                          server_side_encryption_rule={"sse_algorithm": SSE_OSS}, opts=child)
         # Private: no anonymous reads or writes.
         alicloud.oss.BucketAcl(f"{name}-acl", bucket=self.bucket.id, acl="private", opts=child)
         # No public access, whatever a later policy or ACL says.

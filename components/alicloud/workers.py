@@ -1,18 +1,15 @@
-"""Workers: an ESS scaling group per plan group with the plan's spot mix, its scaling configuration, and GPU target
-tracking."""
+"""Workers: an ESS scaling group with the plan's spot mix for `scaling-group` plan groups, ECS instances for
+`instances` plan groups (eRDMA workers, whose ERIs an ESS configuration cannot carry)."""
 
 from __future__ import annotations
 
 import pulumi
 import pulumi_alicloud as alicloud
 
-from components.alicloud.nodes import NodeArgs, disk_args, traffic_mode
-from components.plan.model import MarketPlan, RolePlan, WorkerGroupPlan
+from components.alicloud.nodes import NodeArgs, disk_args, ecs_node
+from components.plan.model import SPOT, MarketPlan, RolePlan, WorkerGroupPlan
 from components.realizers.encoding import gzip_base64
 from components.realizers.images import image_ignore_changes
-
-# CloudMonitor agent metric of average GPU utilisation that ESS target tracking can follow (name unconfirmed).
-GPU_METRIC = "GpuUtilizationAgent"
 
 
 def _spot(market: MarketPlan, instance_type: str) -> dict:
@@ -33,18 +30,12 @@ def _reservation(market: MarketPlan) -> dict:
             "resource_pool_options_private_pool_ids": [market.reservation_id]}
 
 
-def _interfaces(args: NodeArgs) -> list[dict]:
-    """The plan's interfaces: the primary ENI plus one HighPerformance ENI per ERI, all in the cluster's group."""
-    return [{"instance_type": "Primary" if (nic.card, nic.device) == (0, 0) else "Secondary",
-             "network_interface_traffic_mode": traffic_mode(nic), "security_group_ids": [args.group_id]}
-            for nic in args.interfaces]
-
-
 class AliWorkers(pulumi.ComponentResource):
-    """One plan group of workers; ESS configurations take no deployment set, so workers are placed by zone."""
+    """One `scaling-group` plan group; its configuration names the cluster's security group, which the provider's
+    create path requires (docs/cloud-facts.md#alibaba-provider-rules), and so carries no ERIs."""
 
     def __init__(self, name: str, args: NodeArgs, role: RolePlan, workers: WorkerGroupPlan,
-                 gpu_util_target: float | None, opts: pulumi.ResourceOptions | None = None) -> None:
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:alicloud:Workers", f"{name}-{workers.name}", None, opts)
         child = pulumi.ResourceOptions(parent=self)
         market, tags = args.market, role.tag_map
@@ -56,20 +47,27 @@ class AliWorkers(pulumi.ComponentResource):
             on_demand_percentage_above_base_capacity=100 - market.spot_percent, spot_instance_pools=1,
             health_check_type="ECS", removal_policies=["NewestInstance", "OldestScalingConfiguration"], tags=tags,
             opts=child)
-        # What a worker is: the type, image, encrypted disk, ERIs, role and user-data (IMDS: see the note below).
-        # pulumi_alicloud 4.0.0's ESS configuration has http_endpoint but no http_tokens: hardened IMDS is head-only.
+        # What a worker is: the type, image, encrypted disk, security group, role and user-data. pulumi_alicloud
+        # 4.0.0's ESS configuration has http_endpoint but no http_tokens: hardened IMDS needs an ECS instance.
         alicloud.ess.ScalingConfiguration(
             f"{name}-worker-config", scaling_group_id=self.group.id, scaling_configuration_name=f"{name}-worker",
-            instance_type=args.instance_type, image_id=args.image.ref, network_interfaces=_interfaces(args),
+            instance_type=args.instance_type, image_id=args.image.ref, security_group_ids=[args.group_id],
             role_name=args.role_name, user_data=gzip_base64(role.user_data), http_endpoint="enabled",
             internet_max_bandwidth_out=0, instance_name=f"{name}-worker", tags=tags, active=True, enable=True,
             force_delete=True,
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=image_ignore_changes(args.image)),
             **disk_args(args), **_spot(market, args.instance_type), **_reservation(market))
-        if gpu_util_target is not None:
-            # Scale on the average GPU utilisation of the group.
-            alicloud.ess.ScalingRule(
-                f"{name}-gpu-util", scaling_group_id=self.group.id, scaling_rule_name=f"{name}-gpu-util",
-                scaling_rule_type="TargetTrackingScalingRule", metric_type="system", metric_name=GPU_METRIC,
-                target_value=gpu_util_target, opts=child)
         self.register_outputs({"scalingGroupId": self.group.id})
+
+
+def worker_instances(name: str, args: NodeArgs, role: RolePlan, groups: tuple[WorkerGroupPlan, ...],
+                     deployment_set_id: pulumi.Input[str] | None,
+                     opts: pulumi.ResourceOptions) -> list[alicloud.ecs.Instance]:
+    """Each `instances` plan group's desired count of ECS nodes, numbered across the groups in their order; the
+    on-demand ones join the plan's deployment set, which takes no spot instance
+    (docs/cloud-facts.md#alibaba-placement)."""
+    markets = [group.market == SPOT for group in groups for _ in range(group.desired)]
+    joins = bool(args.placements_of(role))
+    return [ecs_node(f"{name}-worker-{index}", args, role, spot=spot, opts=opts,
+                     deployment_set_id=deployment_set_id if joins and not spot else None)
+            for index, spot in enumerate(markets)]

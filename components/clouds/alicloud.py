@@ -1,20 +1,38 @@
 """Alibaba Cloud facts (docs/cloud-facts.md#alibaba-cloud): eRDMA, spot notices, jumbo-frame MTU, OSS.
 
-Spot and deployment sets: spot instances cannot be created in a deployment set, and an ESS scaling configuration
-(pulumi_alicloud 4.0.0) takes no deployment set or HPC cluster at all. So only the on-demand head joins the
-LowLatency deployment set; workers, spot or not, are placed by zone (one vSwitch), which eRDMA spans.
+Workers of eRDMA types are ECS instances, not an ESS group: a scaling configuration cannot carry ERIs (the provider's
+create path needs security_group_id(s), which the API refuses beside NetworkInterfaces, and the ECS launch template
+takes one interface and no traffic mode: docs/cloud-facts.md#alibaba-provider-rules). So an eRDMA cluster has a
+fixed size, and its head and on-demand workers share the LowLatency deployment set (spot instances cannot be created
+in one). Other types' workers come from an ESS group, placed by zone, with the cluster's security group.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from ipaddress import IPv4Network
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from components.clouds.base import CAPACITY_BLOCK, WARM_POOL, AutoImage, CloudProfile, ImageQuery
+from components import catalog
+from components.clouds.base import (
+    CAPACITY_BLOCK,
+    GPU_UTIL_SCALING,
+    WARM_POOL,
+    AutoImage,
+    CloudProfile,
+    ImageQuery,
+)
+from components.errors import Problem
 from components.limits import ON_CLOUDS, CloudLimits, TagRules
-from components.plan.model import HEAD, PlacementPlan
+from components.plan.model import HEAD, INSTANCES, ROLES, WORKER, MarketPlan, PlacementPlan, ScalingPlan
 from components.plan.placement import PlacementAsk
+from components.plan.workers import mixed_group, per_market
+from components.stackfile import CLUSTER_KEY
+
+if TYPE_CHECKING:
+    from components.spec import ClusterSpec
 
 _OSS_TAG = re.compile(r"^[A-Za-z0-9 +\-=._:/]*$")
 # docs/cloud-facts.md#alibaba-limits, docs/cloud-facts.md#alibaba-names
@@ -39,11 +57,28 @@ LIMITS = CloudLimits(
 
 
 def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
-    """The head in a LowLatency deployment set; workers come from an ESS scaling configuration, which takes none."""
+    """A LowLatency deployment set: every node of an eRDMA type (all are ECS instances), else the head alone (an ESS
+    scaling configuration takes no deployment set)."""
     if ask.anti_affinity:
-        return ("workers come from an ESS scaling configuration, which takes no deployment set (pulumi_alicloud "
-                "4.0.0), so they cannot be spread over hosts.")
-    return (PlacementPlan("cluster", "deployment set LowLatency", (HEAD,)),)
+        return "it spreads no nodes over hosts: its deployment sets here are LowLatency, which packs them."
+    roles = ROLES if ask.instance.fabric == "erdma" else (HEAD,)
+    return (PlacementPlan("cluster", "deployment set LowLatency", roles),)
+
+
+def worker_groups(scaling: ScalingPlan, market: MarketPlan, placements: tuple[PlacementPlan, ...]):
+    """ECS instances, one group per market, where workers join the deployment set (eRDMA types); else one ESS group
+    with the whole market mix."""
+    if any(WORKER in p.roles for p in placements):
+        return per_market(scaling, market, INSTANCES)
+    return mixed_group(scaling, market)
+
+
+def erdma_fixed_size(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    row = catalog.lookup(spec.cloud, spec.instance_type)
+    if row is not None and row.fabric == "erdma" and spec.counts.min != spec.counts.max:
+        yield Problem(f"{CLUSTER_KEY}.nodes", f"{spec.instance_type} has eRDMA interfaces (ERIs), which an ESS scaling "
+                      "configuration cannot carry, so its workers are ECS instances and the cluster cannot scale.",
+                      "give nodes as one number, or use a type without eRDMA for an elastic cluster.")
 
 
 ALICLOUD = CloudProfile(
@@ -69,6 +104,8 @@ ALICLOUD = CloudProfile(
     unsupported=MappingProxyType({
         CAPACITY_BLOCK: "Alibaba Cloud has no capacity blocks; use reservationId (an ECS private pool id).",
         WARM_POOL: "ESS standby instances are not exposed by pulumi_alicloud 4.0.0's scaling group.",
+        GPU_UTIL_SCALING: "ESS target tracking follows CloudMonitor's ECS CPU and traffic metrics, and no GPU "
+                          "utilisation metric of a node is published to it here.",
     }),
     realizer="components.alicloud.cluster",
     pulumi_package="alicloud",
@@ -76,4 +113,6 @@ ALICLOUD = CloudProfile(
     # and the node installs the pinned driver stack.
     auto_image=AutoImage(lookup=ImageQuery(os="ubuntu", version="22.04")),
     placement=placement,
+    worker_groups=worker_groups,
+    rules=(erdma_fixed_size,),
 )

@@ -62,14 +62,35 @@ def test_capacity_block_is_unsupported(ali):
     assert "alicloud does not support capacity block" in problem.message
 
 
-def test_spot_workers_never_join_the_deployment_set(ali):
-    """Spot is allowed: only the on-demand head joins the deployment set (components/clouds/alicloud.py)."""
-    _, plan = spec_and_plan(ali(nodes={"min": 2, "desired": 2, "max": 4}, job={"globalBatch": 1024, "microBatch": 32},
-                                market={"onDemandBase": 1, "spotPercent": 100}))
-    assert [(p.kind, p.roles) for p in plan.placements] == [("cluster", ("head",))]
+def test_erdma_nodes_share_the_deployment_set_and_are_instances(ali):
+    """ERIs need ECS instances (docs/cloud-facts.md#alibaba-ess): every node is in the deployment set, one instance
+    group per market; spot workers are instances too, kept out of the set by the realizer."""
+    _, plan = spec_and_plan(ali(nodes=3, market={"onDemandBase": 1, "spotPercent": 100, "maxSpotPrice": 9.5}))
+    assert [(p.kind, p.roles) for p in plan.placements] == [("cluster", ("head", "worker"))]
+    assert [(g.form, g.market, g.desired) for g in plan.workers] == [("instances", "spot", 2)]
     assert plan.worker.spot and not plan.head.spot
+
+
+def test_tcp_types_keep_the_head_alone_in_the_set_and_workers_in_ess(ali):
+    _, plan = spec_and_plan(ali(instanceType="ecs.gn7i-c32g1.8xlarge", network={"fabric": "tcp"},
+                                nodes={"min": 2, "desired": 2, "max": 4}, job={"globalBatch": 64, "microBatch": 32}))
+    assert [(p.kind, p.roles) for p in plan.placements] == [("cluster", ("head",))]
+    assert [g.form for g in plan.workers] == ["scaling-group"]
+    assert plan.network.mtu == 1500
+
+
+def test_an_elastic_erdma_cluster_is_refused_with_the_fix(ali):
+    problem = problems(ali(nodes={"min": 2, "desired": 2, "max": 4}))["gpufleet:cluster.nodes"]
+    assert "cannot scale" in problem.message and "give nodes as one number" in problem.fix
+
+
+def test_scaling_on_gpu_utilisation_is_refused(ali):
+    problem = problems(ali(instanceType="ecs.gn7i-c32g1.8xlarge", network={"fabric": "tcp"},
+                           nodes={"min": 2, "desired": 2, "max": 4}, job={"globalBatch": 64, "microBatch": 32},
+                           autoscaling={"gpuUtilTarget": 80}))["gpufleet:cluster.autoscaling.gpuUtilTarget"]
+    assert "no GPU utilisation metric" in problem.message
 
 
 def test_anti_affinity_is_refused_with_the_reason(ali):
     problem = problems(ali(network={"fabric": "erdma", "antiAffinity": True}))["gpufleet:cluster.network.antiAffinity"]
-    assert "ESS scaling configuration" in problem.message and "remove network.antiAffinity" in problem.fix
+    assert "LowLatency" in problem.message and "remove network.antiAffinity" in problem.fix

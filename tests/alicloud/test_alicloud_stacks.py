@@ -38,38 +38,71 @@ def test_the_example_stacks_ship():
     assert {p.stem for p in STACKS} >= {"Pulumi.ali-erdma", "Pulumi.ali-spot"}
 
 
-def test_high_performance_interfaces_match_the_eri_count(stack):
+INSTANCE = "alicloud:ecs/instance:Instance"
+ESS_CONFIG = "alicloud:ess/scalingConfiguration:ScalingConfiguration"
+
+
+def head_of(plan, resources):
+    (head,) = [r["inputs"] for r in of_type(resources, INSTANCE) if r["name"] == f"{plan.name}-head"]
+    return head
+
+
+def worker_nodes(plan, resources):
+    return [r for r in of_type(resources, INSTANCE) if r["name"] != f"{plan.name}-head"]
+
+
+def test_every_node_has_the_type_eri_count(stack):
     _, plan, resources = stack
     eris = plan.instance.fabric_devices if plan.fabric.kind == "erdma" else 0
-    head_eris = [r for r in of_type(resources, "alicloud:ecs/ecsNetworkInterface:EcsNetworkInterface")
-                 if r["inputs"]["networkInterfaceTrafficMode"] == HIGH_PERFORMANCE]
-    assert len(head_eris) == eris
-    assert len(of_type(resources, "alicloud:ecs/ecsNetworkInterfaceAttachment:EcsNetworkInterfaceAttachment")) == eris
-    nics = one(resources, "alicloud:ess/scalingConfiguration:ScalingConfiguration")["networkInterfaces"]
-    assert [n["networkInterfaceTrafficMode"] for n in nics].count(HIGH_PERFORMANCE) == eris
-    assert [n["instanceType"] for n in nics].count("Primary") == 1
+    nodes = of_type(resources, INSTANCE)
+    high = [r for r in of_type(resources, "alicloud:ecs/ecsNetworkInterface:EcsNetworkInterface")
+            if r["inputs"]["networkInterfaceTrafficMode"] == HIGH_PERFORMANCE]
+    attached = of_type(resources, "alicloud:ecs/ecsNetworkInterfaceAttachment:EcsNetworkInterfaceAttachment")
+    assert len(high) == len(attached) == eris * len(nodes)
+    for node in nodes:
+        assert len([r for r in high if r["name"].startswith(f"{node['name']}-eri-")]) == eris, node["name"]
 
 
-def test_jumbo_frames_follow_the_plan_mtu(stack):
+def test_erdma_workers_are_instances_and_others_an_ess_group(stack):
     _, plan, resources = stack
-    head = one(resources, "alicloud:ecs/instance:Instance")
-    assert head["enableJumboFrame"] is (plan.network.mtu > 1500)
+    workers = worker_nodes(plan, resources)
+    if plan.fabric.kind == "erdma":
+        assert not of_type(resources, ESS_CONFIG)
+        assert len(workers) == plan.scaling.workers_desired == plan.scaling.workers_max
+    else:
+        assert not workers
+        (group,) = of_type(resources, "alicloud:ecs/securityGroup:SecurityGroup")
+        config = one(resources, ESS_CONFIG)
+        assert config["securityGroupIds"] == [f"{group['name']}-id"] and "networkInterfaces" not in config
+
+
+def test_jumbo_frames_on_every_node_of_the_plan_mtu(stack):
+    _, plan, resources = stack
     assert plan.network.mtu == (8500 if plan.fabric.kind == "erdma" else 1500)
+    for node in of_type(resources, INSTANCE):
+        assert node["inputs"]["enableJumboFrame"] is (plan.network.mtu > 1500), node["name"]
+    if plan.network.mtu > 1500:
+        # A scaling configuration has no enable_jumbo_frame: no ESS worker may be asked for 8500.
+        assert not of_type(resources, ESS_CONFIG)
 
 
 def test_no_spot_in_a_deployment_set(stack):
-    _, _, resources = stack
+    _, plan, resources = stack
     for r in resources:
         if r["inputs"].get("deploymentSetId"):
             assert r["inputs"].get("spotStrategy", "NoSpot") == "NoSpot", r["name"]
-    assert "deploymentSetId" not in one(resources, "alicloud:ess/scalingConfiguration:ScalingConfiguration")
+    for config in of_type(resources, ESS_CONFIG):
+        assert "deploymentSetId" not in config["inputs"]
     for ds in of_type(resources, "alicloud:ecs/ecsDeploymentSet:EcsDeploymentSet"):
         assert ds["inputs"]["strategy"] == "LowLatency"
+    on_demand = [r for r in of_type(resources, INSTANCE) if r["inputs"]["spotStrategy"] == "NoSpot"]
+    joined = [r for r in on_demand if r["inputs"].get("deploymentSetId")]
+    assert len(joined) == (len(on_demand) if plan.fabric.kind == "erdma" else 1)
 
 
 def test_head_is_on_demand_at_the_fixed_address(stack):
     _, plan, resources = stack
-    head = one(resources, "alicloud:ecs/instance:Instance")
+    head = head_of(plan, resources)
     assert head["privateIp"] == plan.network.head_address
     assert head["instanceChargeType"] == "PostPaid" and head["spotStrategy"] == "NoSpot"
     assert head["availabilityZone"] == plan.zone
@@ -77,9 +110,14 @@ def test_head_is_on_demand_at_the_fixed_address(stack):
 
 def test_workers_carry_the_spot_mix(stack):
     _, plan, resources = stack
-    group = one(resources, "alicloud:ess/scalingGroup:ScalingGroup")
-    config = one(resources, "alicloud:ess/scalingConfiguration:ScalingConfiguration")
     market, scaling = plan.market, plan.scaling
+    configs = of_type(resources, ESS_CONFIG)
+    if not configs:
+        spot = [r for r in worker_nodes(plan, resources) if r["inputs"]["spotStrategy"] != "NoSpot"]
+        assert len(spot) == market.split(scaling.workers_desired)[1]
+        return
+    group = one(resources, "alicloud:ess/scalingGroup:ScalingGroup")
+    config = configs[0]["inputs"]
     assert (group["minSize"], group["desiredCapacity"], group["maxSize"]) == (
         scaling.workers_min, scaling.workers_desired, scaling.workers_max)
     assert group["multiAzPolicy"] == "COST_OPTIMIZED"
@@ -93,11 +131,7 @@ def test_workers_carry_the_spot_mix(stack):
         assert config["spotStrategy"] == "SpotWithPriceLimit"
         assert config["spotPriceLimits"] == [{"instanceType": plan.instance.name,
                                               "priceLimit": market.max_spot_price}]
-    rules = of_type(resources, "alicloud:ess/scalingRule:ScalingRule")
-    assert len(rules) == (plan.scaling.gpu_util_target is not None)
-    for rule in rules:
-        assert rule["inputs"]["scalingRuleType"] == "TargetTrackingScalingRule"
-        assert rule["inputs"]["targetValue"] == plan.scaling.gpu_util_target
+    assert not of_type(resources, "alicloud:ess/scalingRule:ScalingRule")
 
 
 def test_members_reach_each_other_both_ways_and_only_ssh_from_outside(stack):
@@ -115,19 +149,19 @@ def test_members_reach_each_other_both_ways_and_only_ssh_from_outside(stack):
 
 def test_metadata_hardened_and_disks_encrypted(stack):
     _, _, resources = stack
-    head = one(resources, "alicloud:ecs/instance:Instance")
-    assert head["httpTokens"] == "required" and head["httpEndpoint"] == "enabled"
-    config = one(resources, "alicloud:ess/scalingConfiguration:ScalingConfiguration")
-    for node in (head, config):
+    instances = [r["inputs"] for r in of_type(resources, INSTANCE)]
+    for node in instances:
+        assert node["httpTokens"] == "required" and node["httpEndpoint"] == "enabled"
+    for node in instances + [r["inputs"] for r in of_type(resources, ESS_CONFIG)]:
         assert node["systemDiskEncrypted"] is True
         assert node.get("internetMaxBandwidthOut", 0) == 0
 
 
 def test_user_data_is_the_plans(stack):
     _, plan, resources = stack
-    head = one(resources, "alicloud:ecs/instance:Instance")
-    config = one(resources, "alicloud:ess/scalingConfiguration:ScalingConfiguration")
-    for node, role in ((head, plan.head), (config, plan.worker)):
+    workers = [r["inputs"] for r in worker_nodes(plan, resources) + of_type(resources, ESS_CONFIG)]
+    assert workers
+    for node, role in ((head_of(plan, resources), plan.head), *((w, plan.worker) for w in workers)):
         assert gzip.decompress(base64.b64decode(node["userData"])).decode() == role.user_data
         assert len(node["userData"]) <= CLOUDS["alicloud"].max_user_data_bytes
 
@@ -136,7 +170,7 @@ def test_bucket_private_encrypted_versioned_with_the_code(stack):
     _, plan, resources = stack
     bucket = one(resources, "alicloud:oss/bucket:Bucket")
     assert bucket["bucket"] == plan.storage.bucket
-    assert bucket["serverSideEncryptionRule"]["sseAlgorithm"] == "KMS"
+    assert bucket["serverSideEncryptionRule"]["sseAlgorithm"] == "AES256"
     assert one(resources, "alicloud:oss/bucketAcl:BucketAcl")["acl"] == "private"
     assert one(resources, "alicloud:oss/bucketPublicAccessBlock:BucketPublicAccessBlock")["blockPublicAccess"]
     assert one(resources, "alicloud:oss/bucketVersioning:BucketVersioning")["status"] == "Enabled"
@@ -150,13 +184,34 @@ def test_role_limited_to_the_bucket_and_attached(stack):
     assert {res for s in oss for res in s["Resource"]} == {f"acs:oss:*:*:{plan.storage.bucket}",
                                                           f"acs:oss:*:*:{plan.storage.bucket}/*"}
     role = one(resources, "alicloud:ram/role:Role")["roleName"]
-    assert one(resources, "alicloud:ecs/ramRoleAttachment:RamRoleAttachment")["ramRoleName"] == role
-    assert one(resources, "alicloud:ess/scalingConfiguration:ScalingConfiguration")["roleName"] == role
+    attached = of_type(resources, "alicloud:ecs/ramRoleAttachment:RamRoleAttachment")
+    assert len(attached) == len(of_type(resources, INSTANCE))
+    assert {r["inputs"]["ramRoleName"] for r in attached} == {role}
+    for config in of_type(resources, ESS_CONFIG):
+        assert config["inputs"]["roleName"] == role
+
+
+def test_node_actions_scoped_to_the_cluster(stack):
+    _, plan, resources = stack
+    document = json.loads(one(resources, "alicloud:ram/policy:Policy")["policyDocument"])
+    by_action = {a: s for s in document["Statement"] for a in s["Action"]}
+    tag = by_action["ecs:TagResources"]
+    assert tag["Resource"] == [f"acs:ecs:{plan.region}:*:instance/*"]
+    assert tag["Condition"] == {"StringEquals": {"acs:ResourceTag/gpufleet:cluster": [plan.name]}}
+    groups = of_type(resources, "alicloud:ess/scalingGroup:ScalingGroup")
+    if groups:
+        assert by_action["ess:SetInstanceHealth"]["Resource"] == [
+            f"acs:ess:{plan.region}:*:scalinggroup/{g['name']}-id" for g in groups]
+    else:
+        assert "ess:SetInstanceHealth" not in by_action
+    wide = [a for a, s in by_action.items() if s["Resource"] == ["*"]]
+    assert wide == ["ecs:DescribeInstances"]
 
 
 def test_egress_through_nat(stack):
     _, plan, resources = stack
     nat = one(resources, "alicloud:vpc/natGateway:NatGateway")
+    assert one(resources, "alicloud:ecs/eipAddress:EipAddress")["bandwidth"] == "200"
     assert nat["natType"] == "Enhanced"
     assert one(resources, "alicloud:ecs/eipAssociation:EipAssociation")["instanceType"] == "Nat"
     assert one(resources, "alicloud:vpc/snatEntry:SnatEntry")["sourceVswitchId"]

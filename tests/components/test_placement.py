@@ -63,12 +63,16 @@ def test_aws_capacity_block_places_its_own_nodes_and_cannot_spread(stack):
     assert "Capacity Blocks" in refusal(stack({**block, "network": {"antiAffinity": True}})).message
 
 
-def test_alibaba_deployment_set_holds_the_head_only(stack):
+def test_alibaba_erdma_nodes_share_the_deployment_set_and_tcp_workers_stay_out(stack):
+    """eRDMA workers are ECS instances and join the head's set; ESS workers take no deployment set."""
     ali = {"cloud": "alicloud", "zone": "cn-wulanchabu-c", "instanceType": "ecs.ebmgn7ex.32xlarge", "nodes": 3}
-    assert placements(stack(ali, "cn-wulanchabu")) == [("cluster", ("head",))]
+    assert placements(stack(ali, "cn-wulanchabu")) == [("cluster", ("head", "worker"))]
     resources = run_program(stack(ali, "cn-wulanchabu")).resources
-    in_set = [r["name"] for r in resources if r["inputs"].get("deploymentSetId")]
-    assert in_set == ["test-head"], "ESS workers take no deployment set"
+    in_set = sorted(r["name"] for r in resources if r["inputs"].get("deploymentSetId"))
+    assert in_set == ["test-head", "test-worker-0", "test-worker-1"]
+    tcp = {"cloud": "alicloud", "zone": "cn-hangzhou-h", "instanceType": "ecs.gn7i-c32g1.8xlarge", "nodes": 3}
+    resources = run_program(stack(tcp, "cn-hangzhou")).resources
+    assert [r["name"] for r in resources if r["inputs"].get("deploymentSetId")] == ["test-head"]
 
 
 def test_tencent_hcc_nodes_share_an_hpc_cluster_and_spread_when_asked(stack):

@@ -45,8 +45,12 @@ def test_tencent_hcc_workers_are_fixed_instances():
 
 def test_aws_and_alibaba_keep_the_mix_in_one_group():
     assert groups(shipped("aws-p5")) == [("workers", "scaling-group", "mixed", 1, 3, 7)]
-    assert groups(shipped("ali-erdma")) == [("workers", "scaling-group", "on-demand", 1, 1, 3)]
     assert groups(shipped("ali-spot")) == [("workers", "scaling-group", "mixed", 1, 3, 5)]
+
+
+def test_alibaba_erdma_workers_are_fixed_instances():
+    """ERIs ride on ECS instances only (docs/cloud-facts.md#alibaba-ess)."""
+    assert groups(shipped("ali-erdma")) == [("on-demand", "instances", "on-demand", 1, 1, 1)]
 
 
 @pytest.mark.parametrize("cloud", CLOUDS)

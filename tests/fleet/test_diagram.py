@@ -61,7 +61,8 @@ def test_market_mix_placement_and_ssh(write_stack):
 
 
 def test_placement_surrounds_only_the_roles_that_join_it():
-    assert placed(mermaid(_plan("ali-erdma"))) == {"deployment set LowLatency": {"head"}}
+    assert placed(mermaid(_plan("ali-erdma"))) == {"deployment set LowLatency": {"head", "workers"}}
+    assert placed(mermaid(_plan("ali-spot"))) == {"deployment set LowLatency": {"head"}}
     assert placed(mermaid(_plan("tencent-hcc"))) == {"HPC cluster": {"head", "workers"}}
     spot = mermaid(_plan("tencent-spot"))
     assert placed(spot) == {"spread placement group": {"head", "workers", "workers1"}}

@@ -96,7 +96,7 @@ def _fabric_layout(stack_of):
     first(gap, aws_t.LAUNCH_TEMPLATE)["inputs"]["networkInterfaces"][1]["networkCardIndex"] = 7
     primary = stack_of("aws-p5")
     first(primary, aws_t.LAUNCH_TEMPLATE)["inputs"]["networkInterfaces"][0]["interfaceType"] = "efa-only"
-    ali = stack_of("ali-erdma")
+    ali = stack_of("ali-spot")
     first(ali, ali_t.SCALING_CONFIG)["inputs"]["networkInterfaces"] = [
         {"networkInterfaceTrafficMode": "HighPerformance"}] * 3
     return [aws, gap, primary, ali]
@@ -106,8 +106,9 @@ def _fabric_layout(stack_of):
 def _public_ip(stack_of):
     aws = stack_of("aws-p5")
     first(aws, aws_t.LAUNCH_TEMPLATE)["inputs"]["networkInterfaces"][0]["associatePublicIpAddress"] = "true"
-    ali = stack_of("ali-erdma")
-    first(ali, ali_t.SCALING_CONFIG)["inputs"]["internetMaxBandwidthOut"] = 10
+    ali = stack_of("ali-spot")
+    first(ali, ali_t.SCALING_CONFIG)["inputs"].update(internetMaxBandwidthOut=10, networkInterfaces=[
+        {"instanceType": "Primary"}, {"instanceType": "Secondary"}])
     return [aws, ali]
 
 
@@ -130,7 +131,7 @@ def _user_data_unsafe(stack_of):
 def _placement_across_zones(stack_of):
     aws = stack_of("aws-p5")
     first(aws, aws_t.ASG)["inputs"]["vpcZoneIdentifiers"] = ["subnet-a", "subnet-b"]
-    ali = stack_of("ali-erdma")
+    ali = stack_of("ali-spot")
     first(ali, ali_t.SCALING_GROUP)["inputs"]["vswitchIds"] = ["vsw-a", "vsw-b"]
     tc = stack_of("tencent-hcc")
     first(tc, tc_t.INSTANCE, "worker")["inputs"]["availabilityZone"] = "ap-shanghai-2"
