@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from components.limits import CloudLimits
-from components.plan.model import MarketPlan, PlacementPlan, ScalingPlan, WorkerGroupPlan
+from components.plan.model import FirewallRule, MarketPlan, PlacementPlan, ScalingPlan, WorkerGroupPlan
 from components.plan.workers import mixed_group
 
 if TYPE_CHECKING:
@@ -103,6 +103,8 @@ class CloudProfile:
     # Lifecycle settings its groups offer (components/plan/lifecycle.py).
     lifecycle: frozenset[str] = frozenset()
     nat_egress: bool = True  # nodes leave through a NAT gateway (the local cluster has none)
+    # Egress the cloud's own services need where its security groups deny what no rule allows (DNS, NTP).
+    service_egress: tuple[FirewallRule, ...] = ()
     # The nodes are processes on this machine (local mode: no driver install, the host's Python, paths under a node
     # root), and NCCL/gloo settings such nodes need besides the fabric's.
     runs_here: bool = False

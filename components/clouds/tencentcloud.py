@@ -28,7 +28,16 @@ from components.clouds.base import (
 )
 from components.errors import Problem
 from components.limits import ON_CLOUDS, CloudLimits, TagRules
-from components.plan.model import INSTANCES, ROLES, SCALING_GROUP, WORKER, MarketPlan, PlacementPlan, ScalingPlan
+from components.plan.model import (
+    INSTANCES,
+    ROLES,
+    SCALING_GROUP,
+    WORKER,
+    FirewallRule,
+    MarketPlan,
+    PlacementPlan,
+    ScalingPlan,
+)
 from components.plan.placement import PlacementAsk
 from components.plan.workers import per_market
 from components.stackfile import CLUSTER_KEY
@@ -56,6 +65,13 @@ LIMITS = CloudLimits(
     bucket_domain="{bucket}.cos.{region}.myqcloud.com",
     bucket_domain_max=60,
 )
+
+
+# A custom security group denies all egress no rule accepts, and the node resolves names (UDP 53) and keeps time
+# (UDP 123) through Tencent's servers, which publish no address block: these two ports, nothing else
+# (docs/cloud-facts.md#tencent-security-groups).
+SERVICE_EGRESS = (FirewallRule("egress", "udp", 53, 53, "0.0.0.0/0", "DNS: the VPC's resolvers"),
+                  FirewallRule("egress", "udp", 123, 123, "0.0.0.0/0", "NTP: Tencent's time servers"))
 
 
 def is_hcc(row: InstanceType) -> bool:
@@ -162,4 +178,5 @@ TENCENTCLOUD = CloudProfile(
     placement=placement,
     worker_groups=worker_groups,
     rules=(international_spot, spot_price, hcc, bucket_name),
+    service_egress=SERVICE_EGRESS,
 )

@@ -123,7 +123,7 @@ def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None) -> Clu
     job = Job(name=name, nnodes=(spec.counts.min, spec.counts.max), ranks_per_node=ranks,
               rendezvous_port=spec.network.rendezvous_port, job_args=job_args(_job(spec, row)))
     firewall = plan_firewall(fabric.kind, spec.network.port_range, spec.network.rendezvous_port, METRICS_PORTS,
-                             spec.network.ssh_cidrs, spec.network.allow_internet)
+                             spec.network.ssh_cidrs, spec.network.allow_internet) + cloud.service_egress
     tags = (("gpufleet:cluster", name), ("gpufleet:stack", stack), ("managed-by", "gpufleet"),
             *sorted(spec.tags.items()))
     lifecycle = plan_lifecycle(cloud.lifecycle, market, spec.autoscaling.standby)

@@ -32,7 +32,7 @@ class TcCluster(pulumi.ComponentResource):
         network = TcNetwork(name, net=plan.network, zone=plan.zone, tags=tags, opts=child)
         security = TcSecurity(name, cluster=plan.name, rules=plan.firewall, tags=tags, opts=child)
         identity = TcIdentity(name, bucket=plan.storage.bucket, account_id=plan.storage.account_id,
-                              region=plan.region, tags=tags, opts=child)
+                              region=plan.region, cluster=plan.name, tags=tags, opts=child)
         storage = TcStorage(name, storage=plan.storage, tags=tags, opts=child)
         made = {}
         for group in plan.placements:

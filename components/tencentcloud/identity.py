@@ -7,9 +7,12 @@ import json
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
+CLUSTER_TAG = "gpufleet:cluster"
 
-def node_policy(bucket_name: str, account_id: str | None, region: str) -> dict:
-    """Least privilege: read/write one bucket; list the cluster's nodes and take a failed one out of its group."""
+
+def node_policy(bucket_name: str, account_id: str | None, region: str, cluster: str) -> dict:
+    """Least privilege: read/write one bucket; list nodes; take a failed node only out of a group that carries the
+    cluster's tag (qcs:resource_tag, docs/cloud-facts.md#tencent-node-permissions)."""
     bucket = f"qcs::cos:{region}:uid/{account_id}:{bucket_name}"
     return {
         "version": "2.0",
@@ -17,8 +20,10 @@ def node_policy(bucket_name: str, account_id: str | None, region: str) -> dict:
             {"effect": "allow", "action": ["name/cos:GetBucket", "name/cos:HeadBucket"], "resource": [f"{bucket}/"]},
             {"effect": "allow", "action": ["name/cos:GetObject", "name/cos:HeadObject", "name/cos:PutObject",
                                            "name/cos:DeleteObject"], "resource": [f"{bucket}/*"]},
-            {"effect": "allow", "action": ["name/cvm:DescribeInstances", "name/as:DescribeAutoScalingInstances",
-                                           "name/as:RemoveInstances"], "resource": ["*"]},
+            {"effect": "allow", "action": ["name/cvm:DescribeInstances", "name/as:DescribeAutoScalingInstances"],
+             "resource": ["*"]},
+            {"effect": "allow", "action": ["name/as:RemoveInstances"], "resource": ["*"],
+             "condition": {"for_any_value:string_equal": {"qcs:resource_tag": [f"{CLUSTER_TAG}&{cluster}"]}}},
         ],
     }
 
@@ -26,7 +31,8 @@ def node_policy(bucket_name: str, account_id: str | None, region: str) -> dict:
 class TcIdentity(pulumi.ComponentResource):
     """Role CVM assumes, its one policy, and the attachment of the two."""
 
-    def __init__(self, name: str, *, bucket: str, account_id: str | None, region: str, tags: dict[str, str],
+    def __init__(self, name: str, *, bucket: str, account_id: str | None, region: str, cluster: str,
+                 tags: dict[str, str],
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:tencentcloud:Identity", f"{name}-identity", None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -37,7 +43,8 @@ class TcIdentity(pulumi.ComponentResource):
                                           console_login=False, tags=tags, opts=child)
         # Its only permissions.
         policy = tencentcloud.cam.Policy(f"{name}-node-policy", name=f"{name}-node",
-                                         document=json.dumps(node_policy(bucket, account_id, region)), opts=child)
+                                         document=json.dumps(node_policy(bucket, account_id, region, cluster)),
+                                         opts=child)
         # The policy on the role.
         tencentcloud.cam.RolePolicyAttachment(f"{name}-node-policy-attachment", role_id=self.role.id,
                                               policy_id=policy.id, opts=child)

@@ -153,3 +153,26 @@ def test_tags_everywhere(stack):
     assert len(tagged) >= 10
     for r in tagged:
         assert r["inputs"]["tags"]["gpufleet:cluster"] == plan.name, r["name"]
+
+
+def test_egress_allows_dns_and_ntp_and_nothing_wider(stack):
+    """A custom group denies egress no rule accepts (docs/cloud-facts.md#tencent-security-groups): the node needs UDP 53
+    and 123 out; beyond the cluster, only those, 443 and 80 leave."""
+    _, _, resources = stack
+    rules = one(resources, "tencentcloud:Security/groupRuleSet:GroupRuleSet")
+    outside = {(e["protocol"], e["port"]) for e in rules["egresses"] if not e.get("sourceSecurityId")}
+    assert outside == {("UDP", "53"), ("UDP", "123"), ("TCP", "443"), ("TCP", "80")}
+    assert all(e["action"] == "ACCEPT" for e in rules["egresses"])
+
+
+def test_only_list_actions_on_every_resource_and_removal_bound_to_the_cluster_tag(stack):
+    _, plan, resources = stack
+    document = json.loads(one(resources, "tencentcloud:Cam/policy:Policy")["document"])
+    by_action = {a: s for s in document["statement"] for a in s["action"]}
+    remove = by_action["name/as:RemoveInstances"]
+    assert remove["condition"] == {"for_any_value:string_equal": {"qcs:resource_tag": [
+        f"gpufleet:cluster&{plan.name}"]}}
+    unconditioned = sorted(a for a, s in by_action.items() if s["resource"] == ["*"] and "condition" not in s)
+    assert unconditioned == ["name/as:DescribeAutoScalingInstances", "name/cvm:DescribeInstances"]
+    for group in inputs_of(resources, GROUP):
+        assert group["tags"]["gpufleet:cluster"] == plan.name
