@@ -14,7 +14,10 @@ NCCL_ENV: dict[str, tuple[tuple[str, str], ...]] = {
     "efa": (("NCCL_SOCKET_IFNAME", "^lo,docker"), ("FI_EFA_USE_HUGE_PAGE", "0")),
     "erdma": (("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_IB_GID_INDEX", "1"), ("NCCL_IB_HCA", "erdma"),
               ("NCCL_IB_QPS_PER_CONNECTION", "8"), ("NCCL_NET_PLUGIN", "none")),
-    "rdma": (("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_IB_GID_INDEX", "3"), ("NCCL_IB_DISABLE", "0")),
+    # HCC: the mlx5 RDMA devices rdma-agent brings up, the same prefix gpufleet-probe counts
+    # (docs/cloud-facts.md#tencent-hcc).
+    "rdma": (("NCCL_SOCKET_IFNAME", "eth0"), ("NCCL_IB_GID_INDEX", "3"), ("NCCL_IB_DISABLE", "0"),
+             ("NCCL_IB_HCA", "mlx5")),
     "tcp": (("NCCL_SOCKET_IFNAME", "^lo,docker"), ("NCCL_IB_DISABLE", "1")),
 }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,14 @@ def test_only_list_actions_on_every_resource_and_removal_bound_to_the_cluster_ta
     assert unconditioned == ["name/as:DescribeAutoScalingInstances", "name/cvm:DescribeInstances"]
     for group in inputs_of(resources, GROUP):
         assert group["tags"]["gpufleet:cluster"] == plan.name
+
+
+def test_hcc_nccl_uses_the_rdma_devices_the_node_probe_counts(stack):
+    """NCCL_IB_HCA is a device-name prefix (NCCL's docs); the plan's must be the one gpufleet-probe counts as the
+    node's fabric, or the gate passes on devices NCCL never uses (docs/cloud-facts.md#tencent-hcc)."""
+    _, plan, _ = stack
+    if plan.fabric.kind != "rdma":
+        return
+    probe = (ROOT / "cloud-init" / "bin" / "gpufleet-probe").read_text()
+    (counted,) = re.findall(r"^\s*rdma\) ib_active (\S+) ;;", probe, re.M)
+    assert dict(plan.fabric.nccl_env)["NCCL_IB_HCA"] == counted
