@@ -14,7 +14,7 @@ RAW_JOBS = [
     {"LR": 0.001},
     {"lr": 1e-05, "warmupSteps": "10"},
     {"micro_batch": "8", "global_batch": 64.0},
-    {"fusedLoss": "no", "fp8_head": "off", "activation-checkpointing": "yes"},
+    {"kernels": "off", "activation-checkpointing": "yes", "bucketCapMb": "25"},
     {"model": "tiny", "seqLen": 128, "dtype": "fp32", "compile": "off"},
     {"minLrRatio": 0, "gradClip": 0.5, "weightDecay": 1},
 ]
