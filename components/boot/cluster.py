@@ -129,9 +129,7 @@ class Boot:
 
         endpoints = (*store.endpoints(plan), *store.api_endpoints(plan))
         certs = tls.issue(self.directory / "tls", endpoints, gateway)
-        code = bundle.write_bundle(self.directory / "bucket")
-        if code.stem.removesuffix(".tar") != plan.storage.code_sha256:
-            raise RuntimeError("the plan's code_sha256 is not this checkout's bundle; render the plan again")
+        code = bundle.write_bundle(self.directory / "bucket", plan.storage.code_sha256)  # refuses another checkout's
         seed = self.directory / "store-seed.json"
         seed.write_text(json.dumps(store.seed(plan, code)))
         self._service("store", [sys.executable, "-m", "components.boot.store", gateway, str(certs.cert),
