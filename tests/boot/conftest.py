@@ -1,4 +1,4 @@
-"""Boot-harness tests need root (namespaces, mounts, cgroups) and a few host tools; CI runs tests/boot as root. The
+"""Boot-harness tests need root (namespaces, mounts, cgroups) and a few host tools, which scripts/setup installs. The
 first run builds the node images (debootstrap, several minutes) into the cache (GF_BOOT_CACHE, default
 /var/tmp/gpufleet-boot). Modules that boot machines use the `needs_root` fixture."""
 
@@ -16,4 +16,5 @@ TOOLS = ("debootstrap", "dnsmasq", "unshare", "nsenter", "ip", "cc")
 def needs_root() -> None:
     missing = [tool for tool in TOOLS if not shutil.which(tool)]
     if os.geteuid() != 0 or missing:
-        pytest.skip("needs root" + (f" and {', '.join(missing)}" if missing else "") + " (CI runs tests/boot as root)")
+        tools = f" and {', '.join(missing)} (scripts/setup installs them as root)" if missing else ""
+        pytest.skip(f"needs root{tools}")
