@@ -76,7 +76,7 @@ class NodeBootstrap:
     metadata_url: str  # the cloud's instance metadata root, ".../latest/meta-data"
     imds_token_url: str  # metadata session token URL where the cloud requires a token; "" = plain GETs
     imds_token_header: str  # the token's header (CloudProfile.imds_token_header); its TTL header adds "-ttl-seconds"
-    busbw_min_gbps: float  # health gate: minimum all-reduce bus bandwidth in GB/s (nccl-tests unit); 0 = skip
+    health_config: str  # /etc/gpufleet/health.json: the catalog row and the gate's level (components.plan.health)
     driver_version: str  # pinned NVIDIA driver, e.g. "570.133.20"
     cuda_version: str  # pinned CUDA, e.g. "12.8"
     plain_image: (
@@ -152,7 +152,6 @@ def node_env(node: NodeBootstrap) -> str:
         "metadata_url": node.metadata_url,
         "imds_token_url": node.imds_token_url,
         "imds_token_header": node.imds_token_header,
-        "busbw_min": f"{node.busbw_min_gbps:g}",
         "driver_version": node.driver_version,
         "cuda_version": node.cuda_version,
         "plain_image": node.plain_image,
@@ -188,6 +187,7 @@ def node_files(node: NodeBootstrap) -> list[NodeFile]:
     files.append(NodeFile(CLOUD_ADAPTER, adapter(node.cloud)))
     files.append(NodeFile(f"{ETC}/node.env", node_env(node).encode()))
     files.append(NodeFile(f"{ETC}/nccl.env", nccl_env(node).encode()))
+    files.append(NodeFile(f"{ETC}/health.json", node.health_config.encode()))
     if node.port_range:
         lo, hi = node.port_range
         conf = f"# NCCL's ephemeral ports inside the firewall's range\nnet.ipv4.ip_local_port_range = {lo} {hi}\n"

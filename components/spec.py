@@ -159,6 +159,8 @@ class ClusterSpec(_Model):
     job: dict[str, Any] = Field(default_factory=dict, description="Overrides of the training job's settings "
                                 "(any `python -m training.train --help` setting, camelCase).")
     tags: dict[str, str] = Field(default_factory=dict, description="Extra tags on every resource.")
+    gate: Literal["light", "deep"] = Field("light", description="The health gate's depth: `light` (about a minute "
+                                           "per node) or `deep` (longer checks, DCGM level 2, a larger acceptance).")
 
     @field_validator("name")
     @classmethod

@@ -44,6 +44,11 @@ def _port_range(text: str) -> tuple[str, int, int]:
         raise SystemExit(f"fleet up: --close-port wants NODE:PORT or NODE:LOW-HIGH, got '{text}'") from None
 
 
+def _slow_link(text: str) -> tuple[str, str]:
+    node, _, rate = text.partition(":")
+    return node, rate or "20mbit"
+
+
 def register(subparsers) -> None:
     from fleet.cli import add_stack_args
 
@@ -53,6 +58,8 @@ def register(subparsers) -> None:
                     help="fail when no training step happened after S seconds (default 60)")
     up.add_argument("--close-port", action="append", default=[], type=_port_range, metavar="NODE:PORTS",
                     help="fault drill: close TCP PORT or LOW-HIGH in NODE's firewall (e.g. head:29400)")
+    up.add_argument("--slow-link", action="append", default=[], type=_slow_link, metavar="NODE[:RATE]",
+                    help="fault drill: shape NODE's link to RATE (tc units, default 20mbit)")
     up.set_defaults(run=run_up)
     down = subparsers.add_parser("down", help="remove every namespace, rule, process and file `fleet up` made")
     add_stack_args(down, json_flag=False)
@@ -85,7 +92,7 @@ def run_up(args) -> int:
     total = int(spec.job.get("steps", TrainConfig.steps))
     console = Console(stderr=True)
     opts = cluster.Options(total_steps=total, first_step_timeout_s=args.first_step_timeout,
-                           close_ports=tuple(args.close_port))
+                           close_ports=tuple(args.close_port), slow_links=tuple(args.slow_link))
     try:
         summary = cluster.up(plan, opts, RichReporter(console, total))
     except LocalError as error:

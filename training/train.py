@@ -442,6 +442,16 @@ def _evaluate(model: GPT, data: ShardedBatches, autocast, d: Dist) -> float:
     return _sum_over_ranks(total, d)[0]
 
 
+def _world(cfg: TrainConfig) -> Dist:
+    """The job's world; on a gpufleet node (gpufleet-train sets GF_HEALTH_CONFIG) once it passed the cluster
+    acceptance (cloud-init/health/job.py): a node it names is reported and leaves, the others restart without it."""
+    if not os.environ.get("GF_HEALTH_CONFIG"):
+        return setup(cfg.device)
+    from health.job import accepted_world  # the node's code bundle, cloud-init/ on PYTHONPATH
+
+    return accepted_world(setup, cfg.device, cfg.bucket_cap_mb)
+
+
 def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     compile_cache.isolate()  # before anything imports torch._dynamo, which fixes the cache directory on import
@@ -451,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     try:
-        d = setup(cfg.device)
+        d = _world(cfg)
     except UnreachablePeers as err:
         if os.environ.get("LOCAL_RANK", "0") == "0":
             print(f"error: {err}", file=sys.stderr)

@@ -28,7 +28,7 @@ one that lags by more is an outlier even where the catalog has no figure for it.
 
 ALLREDUCE_OF_BASELINE = 0.7
 """Share of the catalog's all-reduce bus bandwidth a node (intra-node) or the cluster (cross-node) must reach, as the
-gate has required since its first version (components/plan/userdata.py HEALTH_GATE_FRACTION)."""
+gate has required since its first version."""
 
 PAIR_PEER_FRACTION = 0.5
 """In the cluster acceptance, a node whose best pair reaches less than this share of the nodes' median is slow.

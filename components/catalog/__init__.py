@@ -22,6 +22,10 @@ from pydantic.alias_generators import to_camel
 Fabric = Literal["efa", "erdma", "rdma", "tcp"]
 _HERE = Path(__file__).parent
 _ISO_DATE = r"^\d{4}-\d{2}-\d{2}$"
+MEASURED = ("measuredMatmulTflops", "measuredHbmGbs", "measuredP2pGbs", "crossNodeBusbwGbs")
+"""Figures the health gate measured on this hardware (benchmarks/health_gate.py, health.acceptance). A row that was
+never measured leaves them out; a measured row names its date and command and says in `unknown:` why each figure it
+lacks is missing (one GPU: no pair, no second node)."""
 
 
 class _Data(BaseModel):
@@ -54,14 +58,32 @@ class InstanceType(_Data):
     peak_tflops_bf16: float | None = Field(ge=0, description="Dense tensor peak per GPU in `peak_precision`.")
     peak_precision: Literal["bf16", "fp16"] = Field("bf16", description="fp16 where the GPU has no bf16 (T4, V100).")
     busbw_baseline_gbs: float | None = Field(ge=0, description="Intra-node all-reduce bus bandwidth, GB/s.")
+    measured_matmul_tflops: float | None = Field(
+        None, gt=0, description="bf16 8192^3 matmul TFLOP/s per GPU, idle, the light gate (median over the GPUs).")
+    measured_hbm_gbs: float | None = Field(None, gt=0,
+                                           description="HBM copy of 1 GiB within a GPU, read + write, GB/s.")
+    measured_p2p_gbs: float | None = Field(None, gt=0, alias="measuredP2pGbs",
+                                           description="GPU-to-GPU copy of 256 MiB, median pair, GB/s.")
+    cross_node_busbw_gbs: float | None = Field(
+        None, gt=0, description="All-reduce bus bandwidth across nodes at the job's bucket size, GB/s.")
+    measured_date: str | None = Field(None, pattern=_ISO_DATE, description="When the measured figures were taken.")
+    measured_command: str | None = Field(None, min_length=1, description="The command that printed them.")
     sources: tuple[str, ...] = Field(min_length=1)
     unknown: dict[str, str] = Field(default_factory=dict, description="Null field (camelCase) -> why it is null.")
     derived: dict[str, str] = Field(default_factory=dict, description="Field (camelCase) not read directly -> how.")
 
     @model_validator(mode="after")
     def _nulls_have_reasons(self) -> InstanceType:
-        facts = {to_camel(name) for name in type(self).model_fields} - {"name", "sources", "unknown", "derived"}
-        nulls = {to_camel(name) for name in type(self).model_fields if getattr(self, name) is None}
+        keys = {name: info.alias or to_camel(name) for name, info in type(self).model_fields.items()}
+        facts = set(keys.values()) - {"name", "sources", "unknown", "derived"}
+        nulls = {key for name, key in keys.items() if getattr(self, name) is None}
+        figures = {key for key in MEASURED if key not in nulls}
+        if (self.measured_date is None) != (self.measured_command is None):
+            raise ValueError("measuredDate and measuredCommand go together: when and how the figures were taken")
+        if figures and self.measured_date is None:
+            raise ValueError(f"measured figures without measuredDate and measuredCommand: {', '.join(sorted(figures))}")
+        if self.measured_date is None:
+            nulls -= {*MEASURED, "measuredDate", "measuredCommand"}  # never measured: nothing to explain
         if missing := sorted(nulls - self.unknown.keys()):
             raise ValueError(f"null without a reason in `unknown`: {', '.join(missing)}")
         if extra := sorted(self.unknown.keys() - nulls):

@@ -40,6 +40,7 @@ class Options:
     total_steps: int
     first_step_timeout_s: float = 60.0  # no training step by then: fail and say which node could not reach what
     close_ports: tuple[tuple[str, int, int], ...] = ()  # fault drill: (node, low, high) closed in that node's firewall
+    slow_links: tuple[tuple[str, str], ...] = ()  # fault drill: (node, rate) that node's link is shaped to
 
 
 @dataclass
@@ -80,6 +81,8 @@ def _build_network(run: _Run, opts: Options) -> None:
         firewall.apply(node.namespace, rules)
     for name, low, high in opts.close_ports:
         firewall.close_ports(lay.node(name).namespace, low, high)
+    for name, rate in opts.slow_links:
+        network.slow_link(lay.node(name).namespace, rate)
 
 
 def _boot(run: _Run, node: Node) -> subprocess.Popen:
@@ -197,7 +200,12 @@ def _follow(run: _Run, procs: dict, opts: Options, report: Reporter) -> None:
             if proc is None or proc.poll() is None:
                 continue
             del procs[node.name]
-            reason = progress.failure(node)
+            named = progress.named_by_acceptance(node)
+            if named and node.role != "head":
+                _event(run, report, f"{node.name} ({node.address}) was named by the cluster acceptance ({named}) "
+                                    "and left; the job re-forms without it")
+                continue
+            reason = progress.failure(node) or named
             if reason:
                 raise LocalError(f"node {node.name} ({node.address}) failed its health gate: {reason}\n"
                                  f"{progress.log_tail(node)}")

@@ -40,6 +40,13 @@ def create_node(lay: Layout, node: Node, mtu: int) -> None:
     sh(*inside(lay.bridge_namespace, "ip"), "link", "set", node.veth, "mtu", str(mtu), "master", lay.bridge, "up")
 
 
+def slow_link(namespace: str, rate: str) -> None:
+    """Fault injection: shape the node's eth0 to ``rate`` (tc's units, e.g. 20mbit) with a token bucket, both ways a
+    slow NIC or a degraded link is slow for the node's collectives (this kernel has tbf, not netem)."""
+    sh(*inside(namespace, "tc"), "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", rate, "burst", "32kbit",
+       "latency", "100ms")
+
+
 def pids(namespace: str) -> list[int]:
     result = sh("ip", "netns", "pids", namespace, check=False)
     return [int(p) for p in result.stdout.split()] if result.returncode == 0 else []

@@ -63,6 +63,12 @@ def failure(node: Node) -> str | None:
     return path.read_text().strip() if path.is_file() else None
 
 
+def named_by_acceptance(node: Node) -> str | None:
+    """The reason the cluster acceptance named this node (cloud-init/health/job.py wrote it), if it did."""
+    path = node.root / RUN / "acceptance-reason"
+    return path.read_text().strip() if path.is_file() else None
+
+
 def left_on_notice(node: Node) -> bool:
     """The node's spot watcher saw a notice and took the node out of the job."""
     return (node.root / RUN / "spot-notice").is_file()

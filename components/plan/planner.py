@@ -99,7 +99,7 @@ def _role(cloud: CloudProfile, row: catalog.InstanceType, role: str, name: str, 
     return RolePlan(role=role, spot=spot, tags=(*tags, (ROLE_TAG, role)), command=command,
                     user_data=role_user_data(cloud, row, role=role, name=name, region=spec.region, command=command,
                                              rendezvous_port=job.rendezvous_port, port_range=spec.network.port_range,
-                                             spot=spot, drain_hook=drain_hook, **shared))
+                                             spot=spot, drain_hook=drain_hook, gate=spec.gate, **shared))
 
 
 def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None) -> ClusterPlan:

@@ -8,13 +8,12 @@ from dataclasses import dataclass
 from components.bootstrap import NodeBootstrap, render_user_data
 from components.catalog import InstanceType
 from components.clouds.base import CloudProfile
+from components.plan.health import GateLevel, health_config
 from components.plan.model import HEAD, FabricPlan, ImagePlan, NetworkPlan, StoragePlan
 
 # Pinned driver matrix: what plain images install and what deep-learning images must match.
 DRIVER_VERSION = "570.133.20"
 CUDA_VERSION = "12.8"
-# A node joins only if its all-reduce reaches this share of the catalog's baseline bus bandwidth.
-HEALTH_GATE_FRACTION = 0.7
 PROMETHEUS_PORT = 9090
 GRAFANA_PORT = 3000
 METRICS_PORTS = (9100, 9400)  # node exporter, DCGM exporter
@@ -36,13 +35,6 @@ class Job:
     job_args: tuple[str, ...]
 
 
-def gate_threshold(row: InstanceType) -> float:
-    """Bus bandwidth (GB/s) a healthy node must reach; 0 skips the check (one GPU, or no baseline)."""
-    if row.gpus < 2 or row.busbw_baseline_gbs is None:
-        return 0.0
-    return round(row.busbw_baseline_gbs * HEALTH_GATE_FRACTION, 1)
-
-
 def node_command(job: Job, role: str) -> tuple[str, ...]:
     """The exact argv a node of this role runs (gpufleet-train fills the {slots}): torchrun joining the c10d
     rendezvous on the head, which hosts its store, then the training job. The node's own directories come last, since
@@ -59,7 +51,7 @@ def node_command(job: Job, role: str) -> tuple[str, ...]:
 def role_user_data(cloud: CloudProfile, row: InstanceType, *, role: str, name: str, region: str,
                    command: tuple[str, ...], rendezvous_port: int, fabric: FabricPlan, network: NetworkPlan,
                    storage: StoragePlan, image: ImagePlan, port_range: tuple[int, int] | None, spot: bool,
-                   drain_hook: str) -> str:
+                   drain_hook: str, gate: GateLevel) -> str:
     node = NodeBootstrap(
         cluster=name, cloud=cloud.name, region=region, role=role, instance_type=row.name, gpus=row.gpus,
         nvswitch=row.nvswitch, fabric=fabric.kind, fabric_devices=fabric.devices,
@@ -67,8 +59,8 @@ def role_user_data(cloud: CloudProfile, row: InstanceType, *, role: str, name: s
         rendezvous_port=rendezvous_port, command=command, checkpoint_dir=CHECKPOINT_DIR,
         checkpoint_uri=storage.checkpoint_uri, code_uri=storage.code_uri, code_sha256=storage.code_sha256, spot=spot,
         drain_hook=drain_hook, spot_notice_url=cloud.spot_notice_url, metadata_url=cloud.metadata_url,
-        imds_token_url=cloud.imds_token_url,
-        imds_token_header=cloud.imds_token_header, busbw_min_gbps=gate_threshold(row), driver_version=DRIVER_VERSION,
+        imds_token_url=cloud.imds_token_url, health_config=health_config(row, gate),
+        imds_token_header=cloud.imds_token_header, driver_version=DRIVER_VERSION,
         cuda_version=CUDA_VERSION, plain_image=not image.has_drivers, metrics_ports=METRICS_PORTS,
         prometheus_port=PROMETHEUS_PORT, grafana_port=GRAFANA_PORT, local=cloud.runs_here,
         pip_packages=() if cloud.runs_here else JOB_PACKAGES,

@@ -140,8 +140,33 @@ def test_the_schema_takes_a_sourced_row():
     ({"derived": {"busbwBaselineGbs": "carried"}}, "null or not facts"),
     ({"sources": ["nowhere"]}, "not defined"),
     ({"gpuMemory": 16}, "Extra inputs"),
+    ({"measuredMatmulTflops": 600.0}, "without measuredDate and measuredCommand"),
+    ({"measuredDate": "2026-12-01"}, "go together"),
+    ({"measuredMatmulTflops": 600.0, "measuredDate": "2026-12-01", "measuredCommand": "x"},
+     "null without a reason in `unknown`: crossNodeBusbwGbs, measuredHbmGbs, measuredP2pGbs"),
 ])
 def test_the_schema_refuses_a_guess_or_an_unsourced_row(changes, message):
     with pytest.raises(ValidationError, match=message):
         CloudCatalog.model_validate(_table(**changes))
 
+
+
+_MEASURED = {"measuredMatmulTflops": 600.0, "measuredHbmGbs": 4000.0, "measuredDate": "2026-12-01",
+             "measuredCommand": "python3 benchmarks/health_gate.py"}
+
+
+def test_a_measured_row_says_why_each_figure_it_lacks_is_missing():
+    why = {"busbwBaselineGbs": "one GPU", "measuredP2pGbs": "one GPU", "crossNodeBusbwGbs": "one node"}
+    row = CloudCatalog.model_validate(_table(**_MEASURED, unknown=why)).types["t"]
+    assert (row.measured_matmul_tflops, row.measured_p2p_gbs) == (600.0, None)
+    assert "measuredP2pGbs" in row.model_dump(by_alias=True), "the field keeps the catalog's spelling"
+
+
+def test_every_h200_row_carries_the_h200_measurements():
+    h200 = [row for cloud in CLOUDS_WITH_ROWS for row in rows(cloud) if row.gpu_model == "H200"]
+    assert {row.name for row in h200} == {"p5e.48xlarge", "p5en.48xlarge"}
+    for row in h200:
+        assert (row.measured_matmul_tflops, row.measured_hbm_gbs, row.measured_date) == (674.4, 4244, "2026-12-01")
+        assert row.measured_command == "python3 benchmarks/health_gate.py --levels light,deep"
+        assert row.measured_p2p_gbs is None and "one H200" in row.unknown["measuredP2pGbs"]
+        assert row.cross_node_busbw_gbs is None and "one machine" in row.unknown["crossNodeBusbwGbs"]

@@ -1,12 +1,11 @@
 """What each node is told, decided in the plan: the exact command, ranks per node, its role's tags, the fabric's
-NCCL environment and the health gate's bandwidth bar."""
+NCCL environment (the health gate's config: tests/components/test_plan_health.py)."""
 
 from __future__ import annotations
 
 from components import catalog
 from components.paths import PROJECT_ROOT
 from components.plan.fabric import plan_fabric
-from components.plan.userdata import gate_threshold
 from components.stackfile import load_stack_file
 from fleet.stacks import spec_and_plan
 
@@ -72,10 +71,3 @@ def test_erdma_and_hcc_rdma_nccl_environment():
 def test_local_nodes_pin_nccl_and_gloo_to_their_own_interface():
     env = dict(shipped("local").fabric.nccl_env)
     assert (env["NCCL_SOCKET_IFNAME"], env["GLOO_SOCKET_IFNAME"]) == ("eth0", "eth0")
-
-
-def test_the_health_gate_asks_seven_tenths_of_the_baseline():
-    p5 = catalog.lookup("aws", "p5.48xlarge")
-    assert p5.busbw_baseline_gbs == 480 and gate_threshold(p5) == 336.0
-    assert "GF_BUSBW_MIN='336'" in shipped("aws-p5").worker.user_data
-    assert gate_threshold(catalog.lookup("aws", "g4dn.xlarge")) == 0.0, "one GPU: nothing to all-reduce"
