@@ -108,7 +108,7 @@ def test_cloud_nodes_install_the_bundle_then_enable_their_units_and_local_nodes_
     assert "gpufleet-spot.service" in yaml.safe_load(user_data("aws-p5-worker"))["runcmd"][-1]
     # No spot in a Capacity Block, but its group's termination hook waits for the watcher to checkpoint.
     block = files_of(user_data("aws-p4d-capacity-block-worker"))["/etc/gpufleet/node.env"]
-    assert "GF_SPOT='0'" in block and f"GF_DRAIN_HOOK='{DRAIN_HOOK}'" in block
+    assert "\nGF_SPOT=0\n" in block and f"GF_DRAIN_HOOK='{DRAIN_HOOK}'" in block
     assert "gpufleet-spot.service" in yaml.safe_load(user_data("aws-p4d-capacity-block-worker"))["runcmd"][-1]
     assert "GF_DRAIN_HOOK=''" in files_of(user_data("aws-p5-head"))["/etc/gpufleet/node.env"], "the head is no group's"
     for case in ("ali-erdma-worker", "tencent-hcc-worker"):
