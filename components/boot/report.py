@@ -125,9 +125,12 @@ def collect(node: BootNode) -> NodeReport:
 
 
 def outcome(node: BootNode) -> str | None:
-    """"training" once the job runs, "failed: WHY" once the boot cannot get there, None while it may."""
+    """"training" once the job runs, "warming" while it waits in a warm pool, "failed: WHY" once the boot cannot get
+    there, None while it may."""
     if node.machine.run("systemctl", "is-active", "gpufleet-train.service").stdout.strip() == "active":
         return "training"
+    if node.machine.run("systemctl", "is-active", "gpufleet-in-service.service").stdout.strip() == "activating":
+        return "warming"
     for unit in ("cloud-final.service", "gpufleet-gate.service"):
         if node.machine.run("systemctl", "is-failed", unit).stdout.strip() == "failed":
             why = _read(node, "/run/gpufleet/failure") or f"{unit} failed"
