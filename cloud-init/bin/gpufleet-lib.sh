@@ -65,7 +65,12 @@ aws_cli() { # ARGS...: the AWS CLI
     fi
     PATH="$PATH:$TOOLS/bin"
   fi
-  aws "$@"
+  # The client installed here trusts the image's store (as curl and apt do), not the copy its wheels bring.
+  if [ "$(command -v aws)" = "$TOOLS/bin/aws" ]; then
+    AWS_CA_BUNDLE="${AWS_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}" aws "$@"
+  else
+    aws "$@"
+  fi
 }
 
 s3_copy() { # SRC DST RECURSIVE(0|1) [aws option...]: exactly one side an s3:// URI; a tree is synced (no deletes)
