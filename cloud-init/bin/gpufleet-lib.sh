@@ -58,8 +58,8 @@ aws_cli() { # ARGS...: the AWS CLI
     if [ ! -e "$TOOLS/.complete" ]; then
       log "installing the store client $GF_STORE_CLIENT into $TOOLS"
       rm -rf "$TOOLS"
-      python3 -m venv "$TOOLS" 2>/dev/null \
-        || { rm -rf "$TOOLS" && apt_install python3-venv && python3 -m venv "$TOOLS"; }
+      python3 -c 'import ensurepip' 2>/dev/null || apt_install python3-venv
+      python3 -m venv "$TOOLS"
       "$TOOLS/bin/pip" install -q --disable-pip-version-check "$GF_STORE_CLIENT"
       touch "$TOOLS/.complete"
     fi

@@ -25,6 +25,7 @@ PHASES = ("user-data", "cloud-init", "bundle", "gate", "rendezvous", "first-step
 RENDEZVOUS_MARK = " params, world "
 # A line that no retry can change: a tool the image does not have.
 FATAL_OUTPUT = ("command not found",)
+WARMING_MARK = "in the warm pool"  # gpufleet-node wait-in-service, while the target lifecycle state is Warmed:*
 
 
 @dataclass
@@ -129,7 +130,9 @@ def outcome(node: BootNode) -> str | None:
     there, None while it may."""
     if node.machine.run("systemctl", "is-active", "gpufleet-train.service").stdout.strip() == "active":
         return "training"
-    if node.machine.run("systemctl", "is-active", "gpufleet-in-service.service").stdout.strip() == "activating":
+    if node.machine.run("systemctl", "is-active", "gpufleet-in-service.service").stdout.strip() == "activating" \
+            and WARMING_MARK in node.machine.run("journalctl", "--no-pager", "-o", "cat", "-u",
+                                                 "gpufleet-in-service.service").stdout:
         return "warming"
     for unit in ("cloud-final.service", "gpufleet-gate.service"):
         if node.machine.run("systemctl", "is-failed", unit).stdout.strip() == "failed":
