@@ -146,9 +146,9 @@ def test_a_warming_aws_node_waits_for_service_then_starts_its_gate(booted):
     assert worker.machine.run("systemctl", "is-active", "gpufleet-train.service").stdout.strip() != "active"
     boot.set_lifecycle("worker-1", "InService")
 
-    def gate_started() -> bool:
-        return report.collect(worker).unit("gpufleet-gate.service").get("ExecMainStartTimestampMonotonic",
-                                                                          "0") != "0"
+    def gate_started() -> bool:  # activating (running its checks), active or failed: anything but never started
+        return worker.machine.run("systemctl", "show", "gpufleet-gate.service", "-p", "ActiveState",
+                                  "--value").stdout.strip() != "inactive"
 
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not gate_started():
