@@ -84,7 +84,12 @@ def _journal_first(node: BootNode, unit: str, mark: str) -> float | None:
 
 
 def _first_step(node: BootNode) -> float | None:
-    text = _read(node, f"/var/lib/gpufleet/code/{node.settings['GF_CODE_SHA256']}/runs/default/metrics.jsonl")
+    """The node's first logged step: gpufleet-train keeps each node's metrics beside the checkpoints, in
+    <checkpoint dir>/runs/<node id>/metrics.jsonl (only rank 0's node writes them)."""
+    node_id = _read(node, "/var/lib/gpufleet/node-id")
+    if not node_id:
+        return None
+    text = _read(node, f"{node.settings['GF_CHECKPOINT_DIR']}/runs/{node_id}/metrics.jsonl")
     for line in text.splitlines():
         return json.loads(line)["time"] - node.machine.started_wall
     return None
