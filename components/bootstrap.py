@@ -38,6 +38,9 @@ CKPT_SYNC_S = 300
 # A fresh node's role credentials and NAT route can lag cloud-init: the bundle fetch retries this often, this far apart.
 BUNDLE_FETCH_TRIES = 20
 BUNDLE_FETCH_WAIT_S = 15
+# The node's one object-store client (cloud-init/bin/gpufleet-lib.sh aws_cli), installed from PyPI into its own venv
+# where the image lacks it: S3, and OSS and COS through their S3 APIs (docs/cloud-facts.md#oss-s3-api, #tencent-cos).
+STORE_CLIENT = "awscli==1.46.3"
 IMAGES = {
     "dcgm_exporter": "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04",
     "prometheus": "prom/prometheus:v3.5.0",
@@ -160,6 +163,7 @@ def node_env(node: NodeBootstrap) -> str:
         "prometheus_port": node.prometheus_port,
         "grafana_port": node.grafana_port,
         "pip_packages": node.pip_packages,
+        "store_client": STORE_CLIENT,
         "local": node.local,
         **{f"{name}_image": image for name, image in IMAGES.items()},
     }

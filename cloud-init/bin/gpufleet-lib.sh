@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # Sourced by every gpufleet node script: one place for paths (under GPUFLEET_ROOT in local mode), logging, instance
-# metadata, the node's settings and its cloud's adapter (gpufleet-cloud.sh: cloud_copy, cloud_mark_unhealthy,
-# cloud_addresses, cloud_install_fabric, cloud_group_leaving, cloud_complete_drain, cloud_publish_gpu_util). A node
-# without an adapter for its cloud stops here.
+# metadata, apt, the S3 client every cloud's store goes through, the node's settings and its cloud's adapter
+# (gpufleet-cloud.sh: cloud_copy, cloud_mark_unhealthy, cloud_addresses, cloud_install_fabric, cloud_group_leaving,
+# cloud_warmed, cloud_complete_drain, cloud_publish_gpu_util). A node without an adapter for its cloud stops here.
 ROOT="${GPUFLEET_ROOT:-/}"
 ROOT="${ROOT%/}"
 ETC="$ROOT/etc/gpufleet"
@@ -14,7 +14,9 @@ export ROOT ETC STATE RUN BIN
 . "$ETC/node.env"
 CKPT="$ROOT$GF_CHECKPOINT_DIR"
 CODE="$STATE/code/$GF_CODE_SHA256"
+TOOLS="$ROOT/opt/gpufleet/tools"
 [ ! -d "$ROOT/opt/gpufleet/venv/bin" ] || PATH="$ROOT/opt/gpufleet/venv/bin:$PATH"
+[ ! -e "$TOOLS/.complete" ] || PATH="$PATH:$TOOLS/bin"
 export PATH
 export CKPT CODE
 mkdir -p "$STATE" "$RUN"
@@ -34,6 +36,65 @@ meta() { # URL
   fi
   token="$(curl -fsS --max-time 3 -X PUT -H "$GF_IMDS_TOKEN_HEADER-ttl-seconds: 21600" "$GF_IMDS_TOKEN_URL")" || return
   curl -fsS --max-time 3 -H "$GF_IMDS_TOKEN_HEADER: $token" "$1"
+}
+
+# apt on a node: one `apt-get update` per boot, and every apt call waits for the dpkg lock (unattended-upgrades, or
+# another gpufleet script) instead of failing on it. The flock keeps the node's own scripts from racing each other.
+APT_LOCK_TIMEOUT_S=600
+apt_get() { # apt-get ARGS...
+  DEBIAN_FRONTEND=noninteractive flock -w "$APT_LOCK_TIMEOUT_S" "$RUN/apt.lock" \
+    apt-get -o DPkg::Lock::Timeout="$APT_LOCK_TIMEOUT_S" "$@"
+}
+apt_install() { # PACKAGE...: from the image's mirror, after this boot's one `apt-get update`
+  if [ ! -e "$RUN/apt-updated" ]; then apt_get update -q && touch "$RUN/apt-updated"; fi
+  apt_get install -yq --no-install-recommends "$@"
+}
+
+# The one object-store client of every cloud: the AWS CLI (S3, and OSS and COS through their S3 APIs). An image
+# without it (plain Ubuntu has python3 but neither pip nor venv) gets the plan's pinned release (GF_STORE_CLIENT) in
+# its own venv, once; a failed install is retried by the next copy (the bundle fetch retries).
+aws_cli() { # ARGS...: the AWS CLI
+  if ! command -v aws >/dev/null; then
+    if [ ! -e "$TOOLS/.complete" ]; then
+      log "installing the store client $GF_STORE_CLIENT into $TOOLS"
+      rm -rf "$TOOLS"
+      python3 -c 'import ensurepip' 2>/dev/null || apt_install python3-venv
+      python3 -m venv "$TOOLS"
+      "$TOOLS/bin/pip" install -q --disable-pip-version-check "$GF_STORE_CLIENT"
+      touch "$TOOLS/.complete"
+    fi
+    PATH="$PATH:$TOOLS/bin"
+  fi
+  # The client installed here trusts the image's store (as curl and apt do), not the copy its wheels bring.
+  if [ "$(command -v aws)" = "$TOOLS/bin/aws" ]; then
+    AWS_CA_BUNDLE="${AWS_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}" aws "$@"
+  else
+    aws "$@"
+  fi
+}
+
+s3_copy() { # SRC DST RECURSIVE(0|1) [aws option...]: exactly one side an s3:// URI; a tree is synced (no deletes)
+  local src=$1 dst=$2 recursive=$3
+  shift 3
+  if [ "$recursive" = 1 ]; then
+    aws_cli s3 sync --only-show-errors "$src" "$dst" "$@"
+  else
+    aws_cli s3 cp --only-show-errors "$src" "$dst" "$@"
+  fi
+}
+
+# An S3-compatible store's temporary credentials, from the cloud's role endpoint in metadata, as the AWS CLI reads
+# them; its endpoint; addressing by virtual host (what OSS's S3 API requires and COS's recommends); payload checksums
+# only where the operation requires one (the AWS CLI's newer default trailers are an AWS-only extension).
+s3_compatible_copy() { # SRC DST RECURSIVE ENDPOINT KEY SECRET TOKEN
+  local conf="$RUN/s3-compatible.conf"
+  [ -e "$conf" ] || printf '[default]\ns3 =\n  addressing_style = virtual\n' > "$conf"
+  (
+    export AWS_CONFIG_FILE="$conf" AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_DEFAULT_REGION="$GF_REGION" \
+      AWS_ACCESS_KEY_ID="$5" AWS_SECRET_ACCESS_KEY="$6" AWS_SESSION_TOKEN="$7" \
+      AWS_REQUEST_CHECKSUM_CALCULATION=when_required AWS_RESPONSE_CHECKSUM_VALIDATION=when_required
+    s3_copy "$1" "$2" "$3" --endpoint-url "$4"
+  )
 }
 
 [ -f "$BIN/gpufleet-cloud.sh" ] || die "no node-script adapter for cloud '$GF_CLOUD'"

@@ -1,19 +1,19 @@
 # shellcheck shell=bash
-# The node scripts' Alibaba Cloud adapter, sourced by gpufleet-lib.sh as gpufleet-cloud.sh: OSS through ossutil with
-# the RAM role's STS credentials, ESS's unhealthy path, nodes found by their gpufleet:cluster tag, the eRDMA setup.
+# The node scripts' Alibaba Cloud adapter, sourced by gpufleet-lib.sh as gpufleet-cloud.sh: OSS through its S3 API
+# (the AWS CLI, gpufleet-lib.sh's s3_compatible_copy) with the RAM role's STS credentials, ESS's unhealthy path, nodes
+# found by their gpufleet:cluster tag, the eRDMA setup.
 
-oss() { # ossutil with the RAM role's STS credentials, read here in token mode whatever ossutil's own lookup does
-  local creds="$GF_METADATA_URL/ram/security-credentials" role
-  role="$(meta "$creds/")"
-  (umask 077 && meta "$creds/$role" | python3 -c 'import json, sys; c = json.load(sys.stdin); print("[Credentials]",
-    "endpoint=" + sys.argv[1], "accessKeyID=" + c["AccessKeyId"], "accessKeySecret=" + c["AccessKeySecret"],
-    "stsToken=" + c["SecurityToken"], sep="\n")' "oss-$GF_REGION-internal.aliyuncs.com" > "$RUN/ossutil.conf")
-  ossutil -c "$RUN/ossutil.conf" "$@"
-}
+# OSS's S3-compatible VPC endpoint, virtual-hosted addressing (docs/cloud-facts.md#oss-s3-api).
+OSS_S3_ENDPOINT="https://s3.oss-$GF_REGION-internal.aliyuncs.com"
 
-cloud_copy() { # SRC DST RECURSIVE(0|1): exactly one side is an oss:// URI
+cloud_copy() { # SRC DST RECURSIVE(0|1): exactly one side is an oss:// URI; the role's credentials read per copy
   case "$1$2" in *oss://*) ;; *) die "unsupported URI: $1 $2" ;; esac
-  if [ "$3" = 1 ]; then oss cp -r -u -f "$1" "$2"; else oss cp -f "$1" "$2"; fi
+  local creds="$GF_METADATA_URL/ram/security-credentials" role key
+  role="$(meta "$creds/")" || return
+  mapfile -t key < <(meta "$creds/$role" | python3 -c 'import json, sys; c = json.load(sys.stdin)
+print(c["AccessKeyId"], c["AccessKeySecret"], c["SecurityToken"], sep="\n")')
+  [ "${#key[@]}" = 3 ] || { log "no credentials for RAM role '$role'"; return 1; }
+  s3_compatible_copy "${1/#oss:/s3:}" "${2/#oss:/s3:}" "$3" "$OSS_S3_ENDPOINT" "${key[@]}"
 }
 
 cloud_mark_unhealthy() { # REASON
@@ -38,6 +38,8 @@ cloud_install_fabric() { # the fabric's driver stack, when the probe finds no de
 }
 
 cloud_group_leaving() { return 1; } # no termination hook on its groups: only the spot notice says a node goes
+
+cloud_warmed() { return 1; } # no warm pool: an instance is in service once it runs
 
 cloud_complete_drain() { return 0; }
 

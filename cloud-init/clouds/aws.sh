@@ -1,24 +1,25 @@
 # shellcheck shell=bash
-# The node scripts' AWS adapter, sourced by gpufleet-lib.sh as gpufleet-cloud.sh: S3 through the aws CLI, the
+# The node scripts' AWS adapter, sourced by gpufleet-lib.sh as gpufleet-cloud.sh: S3 through the AWS CLI (the
+# DLAMI's, or the one gpufleet-lib.sh installs; it reads the instance role's credentials from IMDSv2 itself), the
 # scaling group's own unhealthy path, nodes found by their gpufleet:cluster tag, the EFA installer, the group's
 # termination hook (target lifecycle state, complete-lifecycle-action) and the CloudWatch GPU series. The instance
 # role supplies every credential, and allows exactly these calls (components/aws/iam.py).
 
 cloud_copy() { # SRC DST RECURSIVE(0|1): exactly one side is an s3:// URI
   case "$1$2" in *s3://*) ;; *) die "unsupported URI: $1 $2" ;; esac
-  if [ "$3" = 1 ]; then aws s3 sync --only-show-errors "$1" "$2"; else aws s3 cp --only-show-errors "$1" "$2"; fi
+  s3_copy "$@"
 }
 
 cloud_mark_unhealthy() { # REASON
   local id
   id="$(meta "$GF_METADATA_URL/instance-id")"
-  aws ec2 create-tags --region "$GF_REGION" --resources "$id" --tags "Key=gpufleet:health,Value=failed:$1"
-  aws autoscaling set-instance-health --region "$GF_REGION" --instance-id "$id" --health-status Unhealthy \
+  aws_cli ec2 create-tags --region "$GF_REGION" --resources "$id" --tags "Key=gpufleet:health,Value=failed:$1"
+  aws_cli autoscaling set-instance-health --region "$GF_REGION" --instance-id "$id" --health-status Unhealthy \
     --no-should-respect-grace-period
 }
 
 cloud_addresses() { # the private addresses of the cluster's running nodes, one per line
-  aws ec2 describe-instances --region "$GF_REGION" --output text \
+  aws_cli ec2 describe-instances --region "$GF_REGION" --output text \
     --filters "Name=tag:gpufleet:cluster,Values=$GF_CLUSTER" Name=instance-state-name,Values=running \
     --query 'Reservations[].Instances[].PrivateIpAddress' | tr '\t' '\n'
 }
@@ -36,17 +37,23 @@ cloud_group_leaving() { # prints the state and succeeds while the scaling group 
     && printf '%s\n' "$state"
 }
 
+cloud_warmed() { # prints the state and succeeds while the instance waits in its group's warm pool (Warmed:*)
+  local state
+  state="$(meta "$GF_METADATA_URL/autoscaling/target-lifecycle-state" 2>/dev/null)" && [[ $state == Warmed:* ]] \
+    && printf '%s\n' "$state"
+}
+
 cloud_complete_drain() { # HOOK: lets the group's termination go on now that the checkpoint is in the bucket
   local id group
   id="$(meta "$GF_METADATA_URL/instance-id")"
-  group="$(aws autoscaling describe-auto-scaling-instances --region "$GF_REGION" --instance-ids "$id" \
+  group="$(aws_cli autoscaling describe-auto-scaling-instances --region "$GF_REGION" --instance-ids "$id" \
     --query 'AutoScalingInstances[0].AutoScalingGroupName' --output text)"
-  aws autoscaling complete-lifecycle-action --region "$GF_REGION" --auto-scaling-group-name "$group" \
+  aws_cli autoscaling complete-lifecycle-action --region "$GF_REGION" --auto-scaling-group-name "$group" \
     --lifecycle-hook-name "$1" --instance-id "$id" --lifecycle-action-result CONTINUE
   log "completed $1 for $id in $group"
 }
 
 cloud_publish_gpu_util() { # PERCENT: the cluster's one series, which the worker group's target tracking reads
-  aws cloudwatch put-metric-data --region "$GF_REGION" --namespace gpufleet --metric-name GPUUtilization \
+  aws_cli cloudwatch put-metric-data --region "$GF_REGION" --namespace gpufleet --metric-name GPUUtilization \
     --dimensions "Cluster=$GF_CLUSTER" --unit Percent --value "$1"
 }

@@ -34,6 +34,8 @@ cloud_install_fabric() { return 0; }
 
 cloud_group_leaving() { return 1; } # no termination hook on its groups: only the spot notice says a node goes
 
+cloud_warmed() { return 1; } # no warm pool: an instance is in service once it runs
+
 cloud_complete_drain() { return 0; }
 
 cloud_publish_gpu_util() { return 0; } # no scaling on GPU utilisation here

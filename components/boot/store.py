@@ -24,8 +24,8 @@ def endpoints(plan: ClusterPlan) -> tuple[str, ...]:
     if plan.cloud == "aws":
         regional = f"s3.{region}.amazonaws.com"
         return (regional, f"{bucket}.{regional}", "s3.amazonaws.com", f"{bucket}.s3.amazonaws.com")
-    if plan.cloud == "alicloud":
-        internal = f"oss-{region}-internal.aliyuncs.com"
+    if plan.cloud == "alicloud":  # OSS's S3-compatible VPC endpoint (docs/cloud-facts.md#oss-s3-api)
+        internal = f"s3.oss-{region}-internal.aliyuncs.com"
         return (internal, f"{bucket}.{internal}")
     regional = f"cos.{region}.myqcloud.com"
     return (regional, f"{bucket}.{regional}")

@@ -6,6 +6,7 @@ workers scale on. The node is booted from the planner's user-data; with GF_CLOUD
 from __future__ import annotations
 
 import http.server
+import subprocess
 import threading
 
 import pytest
@@ -142,3 +143,34 @@ def test_the_gpu_publisher_sends_the_mean_utilisation_the_policy_scales_on(local
         f"cloudwatch put-metric-data --region us-east-1 --namespace {GPU_METRIC['namespace']} "
         f"--metric-name {GPU_METRIC['metric_name']} --dimensions Cluster={plan.name} --unit {GPU_METRIC['unit']} "
         "--value 85.5"]
+
+
+class WarmPoolImds(Imds):
+    """IMDSv2 of a warm-pool instance: Warmed:Running until `ready` exists, then InService."""
+
+    def do_GET(self):
+        if self.path.endswith("/autoscaling/target-lifecycle-state") and self.headers.get(TOKEN_HEADER) == "tok":
+            return self._answer(200, b"InService" if self.ready.exists() else b"Warmed:Running")
+        super().do_GET()
+
+
+def test_a_warm_pool_instance_waits_until_the_group_puts_it_in_service(local_node, tmp_path):  # noqa: F811
+    ready = tmp_path / "test/in-service"
+    server = _server(type("Handler", (WarmPoolImds,), {"ready": ready}))
+    url = f"http://127.0.0.1:{server.server_port}"
+    try:
+        root, entry, env, _ = local_node(role="worker", cloud="aws", region="us-east-1",
+                                         metadata_url=f"{url}/latest/meta-data",
+                                         imds_token_url=f"{url}/latest/api/token", imds_token_header=TOKEN_HEADER,
+                                         spot_poll_s=0.2)
+        waiting = subprocess.Popen([str(entry), "wait-in-service"], env={"GPUFLEET_ROOT": str(root), **env},
+                                   stderr=subprocess.PIPE, text=True)
+        with pytest.raises(subprocess.TimeoutExpired):
+            waiting.wait(timeout=2)  # still warming: the gate (and the job) would not start
+        ready.parent.mkdir(parents=True, exist_ok=True)
+        ready.touch()
+        _, stderr = waiting.communicate(timeout=20)
+    finally:
+        server.shutdown()
+    assert waiting.returncode == 0, stderr
+    assert "in the warm pool (Warmed:Running)" in stderr and "in service: starting the gate" in stderr

@@ -200,7 +200,12 @@ METADATA_STYLES = {
     "tencentcloud": {"reject": 0, "empty_means_none": False},
 }
 TOKEN = "tok-123"
-ROLE_CREDENTIALS = {"AccessKeyId": "STS.id", "AccessKeySecret": "sts-secret", "SecurityToken": "sts-token"}
+# Each cloud's role credentials as its metadata serves them
+# (docs/cloud-facts.md#alibaba-ram-role-credentials, #tencent-cos).
+ROLE_CREDENTIALS = {
+    "ram": {"AccessKeyId": "STS.id", "AccessKeySecret": "sts-secret", "SecurityToken": "sts-token"},
+    "cam": {"TmpSecretId": "STS.id", "TmpSecretKey": "sts-secret", "Token": "sts-token", "ExpiredTime": 1},
+}
 
 
 class FakeMetadata(http.server.BaseHTTPRequestHandler):
@@ -228,10 +233,11 @@ class FakeMetadata(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if self.header and self.headers.get(self.header) != TOKEN:
             return self._answer(self.reject)
-        if self.path.endswith("/ram/security-credentials/"):
-            return self._answer(200, b"gpufleet-node")
-        if self.path.endswith("/ram/security-credentials/gpufleet-node"):
-            return self._answer(200, json.dumps(ROLE_CREDENTIALS).encode())
+        for kind, credentials in ROLE_CREDENTIALS.items():
+            if self.path.endswith(f"/{kind}/security-credentials/"):
+                return self._answer(200, b"gpufleet-node")
+            if self.path.endswith(f"/{kind}/security-credentials/gpufleet-node"):
+                return self._answer(200, json.dumps(credentials).encode())
         body = b'{"action": "terminate", "time": "2026-07-20T12:00:00Z"}' if self.ready.exists() else b""
         self._answer(200 if body or self.empty_means_none else 404, body)
 
@@ -278,39 +284,44 @@ def test_spot_notice_checkpoints_syncs_and_leaves(local_node, metadata, tmp_path
     assert "terminate" in (root / "run/gpufleet/spot-notice").read_text()
 
 
-FAKE_OSSUTIL = """#!/usr/bin/env bash
-# Stands in for ossutil: keeps its arguments and config file, then writes the destination of a cp.
+FAKE_AWS = """#!/usr/bin/env bash
+# Stands in for the AWS CLI: keeps its arguments, the credentials and config it was given, then writes a cp's target.
 set -euo pipefail
-printf '%s\\n' "$@" > "$GPUFLEET_TEST/ossutil-args"
-cp "$2" "$GPUFLEET_TEST/ossutil.conf"
-printf 'bundle' > "${@: -1}"
+printf '%s\\n' "$@" > "$GPUFLEET_TEST/aws-args"
+env | grep '^AWS_' | sort > "$GPUFLEET_TEST/aws-env"
+cp "$AWS_CONFIG_FILE" "$GPUFLEET_TEST/aws-config"
+printf 'bundle' > "$5"
 """
+STORES = {"alicloud": ("ali-spot", "oss", "https://s3.oss-cn-hangzhou-internal.aliyuncs.com"),
+          "tencentcloud": ("tencent-spot", "cos", "https://cos.ap-guangzhou.myqcloud.com")}
 
 
-def test_store_reads_the_ram_role_credentials_in_token_mode(local_node, metadata, tmp_path):
-    """An Alibaba worker's own user-data (its cloud adapter), booted under a node root: the bundle fetch over OSS.
-    (local_node sets up the fake tools' folder.)"""
-    root = tmp_path / "ali"
-    entry = boot(plan_of("ali-spot").worker.user_data, root, **metadata("alicloud"))
+@pytest.mark.parametrize("cloud", sorted(STORES))
+def test_store_goes_through_the_s3_api_with_the_roles_metadata_credentials(local_node, metadata, tmp_path, cloud):
+    """A worker's own user-data (its cloud adapter), booted under a node root: the bundle fetch from OSS or COS is an
+    S3 copy at the cloud's S3 endpoint, virtual-hosted, with the role's temporary credentials from metadata (Alibaba's
+    in token mode). (local_node sets up the fake tools' folder.)"""
+    stack, scheme, endpoint = STORES[cloud]
+    plan = plan_of(stack)
+    root = tmp_path / cloud
+    entry = boot(plan.worker.user_data, root, **metadata(cloud))
     env = {"GPUFLEET_TEST": str(tmp_path / "test"),
            "PATH": f"{tmp_path}/test/bin:" + run(["printenv", "PATH"], root).stdout.strip()}
-    ossutil = tmp_path / "test/bin/ossutil"
-    ossutil.write_text(FAKE_OSSUTIL)
-    ossutil.chmod(0o755)
+    aws = tmp_path / "test/bin/aws"
+    aws.write_text(FAKE_AWS)
+    aws.chmod(0o755)
     target = tmp_path / "bundle.tar.gz"
-    result = run([entry.parent / "gpufleet-store", "get", "oss://b/code/x.tar.gz", target], root, env)
+    result = run([entry.parent / "gpufleet-store", "get", f"{scheme}://b/code/x.tar.gz", target], root, env)
     assert result.returncode == 0, result.stderr
     assert target.read_text() == "bundle"
-    conf = (tmp_path / "test/ossutil.conf").read_text().splitlines()
-    assert conf == [
-        "[Credentials]",
-        "endpoint=oss-cn-hangzhou-internal.aliyuncs.com",
-        "accessKeyID=STS.id",
-        "accessKeySecret=sts-secret",
-        "stsToken=sts-token",
-    ]
-    assert (root / "run/gpufleet/ossutil.conf").stat().st_mode & 0o777 == 0o600
-    assert "sts-secret" not in (tmp_path / "test/ossutil-args").read_text(), "no secret on a command line"
+    args = (tmp_path / "test/aws-args").read_text().splitlines()
+    assert args == ["s3", "cp", "--only-show-errors", "s3://b/code/x.tar.gz", str(target), "--endpoint-url", endpoint]
+    given = dict(line.split("=", 1) for line in (tmp_path / "test/aws-env").read_text().splitlines())
+    assert {k: given[k] for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")} == {
+        "AWS_ACCESS_KEY_ID": "STS.id", "AWS_SECRET_ACCESS_KEY": "sts-secret", "AWS_SESSION_TOKEN": "sts-token"}
+    assert given["AWS_DEFAULT_REGION"] == plan.region
+    assert given["AWS_REQUEST_CHECKSUM_CALCULATION"] == "when_required"
+    assert "addressing_style = virtual" in (tmp_path / "test/aws-config").read_text()
 
 
 def test_a_node_without_an_adapter_for_its_cloud_stops(local_node):
