@@ -19,12 +19,12 @@ TORCH = "torch==2.13.0"
 TORCH_INDEX = "https://pypi.org/simple"
 TORCH_CUDA = "13.0"
 TORCH_NCCL = "2.29.7"
-# The R580 driver plain images install (CUDA 13.0 Update 2's), with fabric manager of exactly this version.
+# The R580 driver plain images install, and fabric manager of exactly it (docs/cloud-facts.md#cuda-driver-table).
 DRIVER_VERSION = "580.95.05"
 # The fabric's own driver stack and the NCCL network it must use (docs/cloud-facts.md#nccl-net): NCCL fails at
 # init rather than fall back to sockets when NCCL_NET names a network it cannot load.
 FABRIC_STACK = {
-    "efa": ("aws-efa-installer (libfabric, aws-ofi-nccl)", "AWS Libfabric"),
+    "efa": ("aws-efa-installer (libfabric, aws-ofi-nccl >= 1.12)", "OFI"),
     "erdma": ("erdma driver (Alibaba eRDMA, rdma-core verbs)", "IB"),
     "rdma": ("Mellanox OFED (rdma-core verbs)", "IB"),
     "tcp": ("", "Socket"),
