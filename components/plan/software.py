@@ -35,6 +35,11 @@ PERMANENT_FAILURES = ("driver", "torch-cuda", "fabricmanager", "nccl-net")
 FAILURE_BUDGET = 2
 
 
+def failure_records(checkpoint_uri: str) -> str:
+    """Where the group's nodes record permanent gate failures: beside the checkpoints, in the cluster's bucket."""
+    return checkpoint_uri.rsplit("/", 1)[0] + "/failures"
+
+
 def cuda_major(cuda: str) -> int:
     return int(cuda.split(".")[0])
 

@@ -9,7 +9,7 @@ from components.bootstrap import NodeBootstrap, render_user_data
 from components.catalog import InstanceType
 from components.clouds.base import CloudProfile
 from components.plan.model import HEAD, FabricPlan, ImagePlan, NetworkPlan, SoftwarePlan, StoragePlan
-from components.plan.software import FAILURE_BUDGET, PERMANENT_FAILURES, TORCH
+from components.plan.software import FAILURE_BUDGET, PERMANENT_FAILURES, TORCH, failure_records
 
 # A node joins only if its all-reduce reaches this share of the catalog's baseline bus bandwidth.
 HEALTH_GATE_FRACTION = 0.7
@@ -72,6 +72,6 @@ def role_user_data(cloud: CloudProfile, row: InstanceType, *, role: str, name: s
         metrics_ports=METRICS_PORTS,
         prometheus_port=PROMETHEUS_PORT, grafana_port=GRAFANA_PORT, local=cloud.runs_here,
         pip_packages=() if cloud.runs_here else JOB_PACKAGES, permanent_failures=PERMANENT_FAILURES,
-        failure_budget=FAILURE_BUDGET, failure_uri=storage.checkpoint_uri.rsplit("/", 1)[0] + "/failures",
+        failure_budget=FAILURE_BUDGET, failure_uri=failure_records(storage.checkpoint_uri),
     )
     return render_user_data(node)

@@ -115,3 +115,16 @@ def test_the_node_gets_the_matrix_and_its_fabrics_network():
     assert p5.fabricmanager == "= driver" and "aws-ofi-nccl" in p5.fabric_stack
     assert plan_of("aws-g4dn-dev").software.fabricmanager == "", "g4dn has no NVSwitch"
     assert "software.json" not in yaml.safe_dump(document(plan_of("local").worker.user_data)), "local: host python"
+
+
+def test_the_stack_outputs_the_matrix_and_where_a_stopped_loop_shows():
+    from fleet.preview import run_program
+    from fleet.stacks import resolve
+
+    preview = run_program(resolve("aws-g4dn-dev", None))
+    outputs = preview.outputs
+    assert outputs["software"] == json.loads(preview.plan.software.to_json())
+    assert outputs["software"]["mode"] == "check" and outputs["software"]["driver_min_branch"] == 580
+    budget = outputs["failureBudget"]
+    assert budget["records"] == preview.plan.storage.checkpoint_uri.rsplit("/", 1)[0] + "/failures"
+    assert budget["nodes"] == software.FAILURE_BUDGET and "driver" in budget["permanentReasons"]
