@@ -184,7 +184,7 @@ class Boot:
 
     def _fake_gpu(self, settings: Mapping[str, str], image: rootfs.Image) -> gpu.FakeGpu:
         count = int(settings["GF_GPUS"])
-        model = settings["GF_GPU_MODEL"]
+        model = self.plan.instance.gpu_model
         if image is rootfs.DLAMI:
             return gpu.FakeGpu(count, model, self.driver or DLAMI_DRIVER, DLAMI_CUDA)
         return gpu.FakeGpu(count, model, self.driver or settings["GF_DRIVER_VERSION"], settings["GF_CUDA_VERSION"])
