@@ -30,7 +30,7 @@ def gpu_node(local_node, tmp_path):  # noqa: F811
     subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libnccl.so.2", "-o", str(lib / "libnccl.so.2"),
                     str(lib / "nccl.c")], check=True)
 
-    def boot(driver: str, **settings):
+    def boot(driver: str, script: str = "gpufleet-driver", **settings):
         root, _, env, _ = local_node(nvswitch=False, **settings)
         with open(root / "etc/gpufleet/node.env", "a") as node_env:  # installed as a local node, now run as a cloud's
             node_env.write("GF_LOCAL='0'\n")
@@ -39,18 +39,28 @@ def gpu_node(local_node, tmp_path):  # noqa: F811
         (stub / "nvidia-smi").write_text(NVIDIA_SMI)
         (stub / "nvidia-smi").chmod(0o755)
         env = env | {"PATH": f"{stub}:{env['PATH']}", "LD_LIBRARY_PATH": str(lib), "GPUFLEET_TEST_DRIVER": driver}
-        return root, env, root / "opt/gpufleet/bin/gpufleet-driver"
+        return root, env, root / "opt/gpufleet/bin" / script
 
     return boot
 
 
-def test_a_dl_image_passes_on_a_newer_driver_of_the_branch_and_records_nccls_real_version(gpu_node):
+def test_a_dl_image_passes_on_a_newer_driver_of_the_branch(gpu_node):
     root, env, driver = gpu_node("595.45.04", plain_image=False, driver_version="", driver_min_branch=580)
     result = run([driver], root, env)
     assert result.returncode == 0, result.stderr
     versions = json.loads((root / "var/lib/gpufleet/versions.json").read_text())
-    assert versions["driver"] == "595.45.04"
-    assert versions["nccl"] == {"version": "2.29.7", "source": "libnccl.so.2", "network": ""}
+    assert versions == {"driver": "595.45.04", "fabricmanager": "", "torch_cuda": ""}, "CPU torch: no CUDA"
+
+
+def test_gpufleet_nccl_records_the_librarys_own_version(gpu_node):
+    root, env, nccl = gpu_node("595.45.04", script="gpufleet-nccl")
+    result = run([nccl], root, env)
+    assert result.returncode == 0, result.stderr
+    recorded = json.loads((root / "var/lib/gpufleet/nccl.json").read_text())
+    assert recorded == {"version": "2.29.7", "source": "libnccl.so.2", "network": ""}, "not the SONAME's 2"
+    assert "NCCL_NET=Socket holds it to the fabric" in result.stderr
+    result = run([nccl], root, env | {"LD_LIBRARY_PATH": ""})
+    assert result.returncode == 1 and (root / "run/gpufleet/failure").read_text() == "nccl:not-found\n"
 
 
 def test_a_dl_image_below_the_branch_fails_with_a_permanent_reason(gpu_node):
