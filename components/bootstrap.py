@@ -80,8 +80,10 @@ class NodeBootstrap:
     imds_token_url: str  # metadata session token URL where the cloud requires a token; "" = plain GETs
     imds_token_header: str  # the token's header (CloudProfile.imds_token_header); its TTL header adds "-ttl-seconds"
     health_config: str  # /etc/gpufleet/health.json: the catalog row and the gate's level (components.plan.health)
-    driver_version: str  # pinned NVIDIA driver, e.g. "570.133.20"
-    cuda_version: str  # pinned CUDA, e.g. "12.8"
+    driver_version: str  # the exact NVIDIA driver a plain image installs, e.g. "580.95.05"; "" on DL images
+    cuda_version: str  # the CUDA the job's torch wheel is built for, e.g. "13.0"
+    driver_min_branch: int  # the lowest driver branch that CUDA runs on (NVIDIA's table); DL images are held to it
+    software_json: str  # the image's software matrix (SoftwarePlan) for /etc/gpufleet/software.json; "" = local
     plain_image: (
         bool  # True: install the pinned driver/CUDA (and fabric stack); False: the cloud's DL image, verify only
     )
@@ -93,6 +95,11 @@ class NodeBootstrap:
     )
     # pip requirements of the job (e.g. "torch==2.13.0"), installed into /opt/gpufleet/venv; () = the image's python
     pip_packages: tuple[str, ...] = ()
+    # Failure budget: gate failures with these reason prefixes are permanent (no replacement fixes them); once more
+    # than `failure_budget` nodes recorded the same one under `failure_uri`, a failing node stops asking for a new one.
+    permanent_failures: tuple[str, ...] = ()
+    failure_budget: int = 0
+    failure_uri: str = ""
 
 
 @dataclass(frozen=True)
@@ -157,6 +164,10 @@ def node_env(node: NodeBootstrap) -> str:
         "imds_token_header": node.imds_token_header,
         "driver_version": node.driver_version,
         "cuda_version": node.cuda_version,
+        "driver_min_branch": node.driver_min_branch,
+        "permanent_failures": node.permanent_failures,
+        "failure_budget": node.failure_budget,
+        "failure_uri": node.failure_uri,
         "plain_image": node.plain_image,
         "node_exporter_port": node.metrics_ports[0],
         "dcgm_exporter_port": node.metrics_ports[1],
@@ -192,6 +203,8 @@ def node_files(node: NodeBootstrap) -> list[NodeFile]:
     files.append(NodeFile(f"{ETC}/node.env", node_env(node).encode()))
     files.append(NodeFile(f"{ETC}/nccl.env", nccl_env(node).encode()))
     files.append(NodeFile(f"{ETC}/health.json", node.health_config.encode()))
+    if node.software_json:
+        files.append(NodeFile(f"{ETC}/software.json", node.software_json.encode()))
     if node.port_range:
         lo, hi = node.port_range
         conf = f"# NCCL's ephemeral ports inside the firewall's range\nnet.ipv4.ip_local_port_range = {lo} {hi}\n"

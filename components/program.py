@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pulumi
 
 from components.clouds import CLOUDS
 from components.errors import SpecError
 from components.plan.model import ClusterPlan
 from components.plan.planner import plan
+from components.plan.software import FAILURE_BUDGET, PERMANENT_FAILURES, failure_records
 from components.realizers import look_up, realize
 from components.rules import validate
 from components.spec import ClusterSpec
@@ -37,6 +40,15 @@ def plan_from_config() -> ClusterPlan:
     return load(raw, region, pulumi.get_stack())[1]
 
 
+def software_outputs(cluster: ClusterPlan) -> dict[str, object]:
+    """Every cloud's stack says which software matrix its nodes hold to and where a stopped replacement loop shows:
+    the failure records in the bucket and the node metric gpufleet-report sets."""
+    return {"software": json.loads(cluster.software.to_json()),
+            "failureBudget": {"nodes": FAILURE_BUDGET, "permanentReasons": list(PERMANENT_FAILURES),
+                              "records": failure_records(cluster.storage.checkpoint_uri),
+                              "metric": "gpufleet_replacement_stopped"}}
+
+
 class InvalidStack(pulumi.RunError):
     """What `pulumi up` shows for a bad stack: the engine prints a RunError's message without a traceback."""
 
@@ -50,6 +62,6 @@ def main() -> None:
         cluster = plan_from_config()
     except SpecError as error:
         raise InvalidStack(error) from None
-    outputs = realize(cluster)
+    outputs = realize(cluster) | software_outputs(cluster)
     for key, value in outputs.items():
         pulumi.export(key, value)

@@ -97,6 +97,24 @@ s3_compatible_copy() { # SRC DST RECURSIVE ENDPOINT KEY SECRET TOKEN
   )
 }
 
+node_id() { # this node's id for the job's run folders and the failure record, kept in its state directory
+  [ -s "$STATE/node-id" ] || cat /proc/sys/kernel/random/uuid > "$STATE/node-id"
+  cat "$STATE/node-id"
+}
+
+# The planner's NCCL/fabric env (nccl.env: NCCL_NET names the one network NCCL may use) and the fabric plugin's
+# libraries, for whatever starts NCCL: the training job and the gate's NCCL probe.
+load_nccl_env() {
+  local lib
+  set -a
+  # shellcheck source=/dev/null
+  . "$ETC/nccl.env"
+  set +a
+  for lib in /opt/amazon/efa/lib /opt/amazon/ofi-nccl/lib; do
+    [ ! -d "$lib" ] || export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  done
+}
+
 [ -f "$BIN/gpufleet-cloud.sh" ] || die "no node-script adapter for cloud '$GF_CLOUD'"
 # shellcheck source=/dev/null
 . "$BIN/gpufleet-cloud.sh"

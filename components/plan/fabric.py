@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from components.catalog import InstanceType
 from components.plan.model import FabricPlan, Interface
+from components.plan.software import FABRIC_STACK
 
 # NCCL/libfabric settings per fabric (docs/cloud-facts.md#aws-nccl-over-efa, #alibaba-erdma, #tencent-hcc).
 # EFA with aws-ofi-nccl >= 1.7 needs almost nothing set.
@@ -44,5 +45,7 @@ def plan_fabric(choice: str, row: InstanceType, cloud_env: Mapping[str, str] | N
     """The fabric, its interfaces and NCCL env: the fabric's settings, then the cloud's own (they win)."""
     kind = resolve_fabric(choice, row)
     devices = row.fabric_devices if kind == row.fabric else 0
-    env = dict(_COMMON + NCCL_ENV[kind]) | dict(cloud_env or {})
+    # NCCL_NET: the fabric's network only, so a node whose plugin is missing fails at NCCL's init instead of
+    # training over sockets (docs/cloud-facts.md#nccl-net); the cloud's own settings still win.
+    env = dict(_COMMON + NCCL_ENV[kind]) | {"NCCL_NET": FABRIC_STACK[kind][1]} | dict(cloud_env or {})
     return FabricPlan(kind=kind, interfaces=_interfaces(kind, devices), devices=devices, nccl_env=tuple(env.items()))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass
 
 from components.catalog import InstanceType
 
@@ -188,6 +189,26 @@ class ImagePlan:
 
 
 @dataclass(frozen=True)
+class SoftwarePlan:
+    """What one image runs: `install` (plain image: the exact driver) or `check` (DL image: the minimum branch)."""
+
+    mode: str  # "install" | "check"
+    driver: str  # the exact driver plain images install; "" where the image brings its own
+    driver_min_branch: int  # the lowest driver branch the wheel's CUDA runs on
+    cuda: str  # the CUDA the torch wheel is built for (it brings its own runtime)
+    torch: str
+    torch_index: str
+    nccl: str  # the NCCL the torch wheel brings
+    fabricmanager: str  # "" off NVSwitch hosts; "= driver" on them
+    fabric_stack: str  # the fabric's driver stack, "" for TCP
+    nccl_net: str  # NCCL_NET: the one network NCCL may use
+
+    def to_json(self) -> str:
+        """The matrix as the node's /etc/gpufleet/software.json and the preview show it."""
+        return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
+
+
+@dataclass(frozen=True)
 class RolePlan:
     """What is different between the head and the workers: user-data, market, tags, and the command its nodes run.
 
@@ -229,6 +250,7 @@ class ClusterPlan:
     zone: str
     instance: InstanceType
     image: ImagePlan
+    software: SoftwarePlan
     network: NetworkPlan
     firewall: tuple[FirewallRule, ...]
     fabric: FabricPlan

@@ -29,6 +29,7 @@ from components.plan.model import (
 )
 from components.plan.network import plan_network
 from components.plan.placement import ask_of
+from components.plan.software import plan_software
 from components.plan.userdata import METRICS_PORTS, Job, node_command, role_user_data
 from components.rules import ranks_per_node
 from components.spec import ClusterSpec
@@ -119,6 +120,7 @@ def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None) -> Clu
         raise ValueError(f"unplaceable spec reached the planner: {placements}")
     storage = _storage(spec, cloud, name, facts)
     image = _image(spec, cloud, facts)
+    software = plan_software(image, row, fabric.kind)
     ranks = ranks_per_node(spec, row)
     job = Job(name=name, nnodes=(spec.counts.min, spec.counts.max), ranks_per_node=ranks,
               rendezvous_port=spec.network.rendezvous_port, job_args=job_args(_job(spec, row)))
@@ -128,11 +130,11 @@ def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None) -> Clu
             *sorted(spec.tags.items()))
     lifecycle = plan_lifecycle(cloud.lifecycle, market, spec.autoscaling.standby)
     head, worker = (_role(cloud, row, role, name, spec, job, market, lifecycle, tags, fabric=fabric, network=network,
-                          storage=storage, image=image) for role in ROLES)
+                          storage=storage, image=image, software=software) for role in ROLES)
     return ClusterPlan(
         name=name, stack=stack, cloud=spec.cloud, region=spec.region, zone=spec.zone, instance=row, image=image,
-        network=network, firewall=firewall, fabric=fabric, placements=placements, market=market, scaling=scaling,
-        workers=cloud.worker_groups(scaling, market, placements),
+        software=software, network=network, firewall=firewall, fabric=fabric, placements=placements, market=market,
+        scaling=scaling, workers=cloud.worker_groups(scaling, market, placements),
         lifecycle=lifecycle, storage=storage, head=head,
         worker=worker, ranks_per_node=ranks, cost=plan_cost(cloud, row.price_usd_per_hour, market, scaling),
         tags=tags)

@@ -9,17 +9,14 @@ from components.bootstrap import NodeBootstrap, render_user_data
 from components.catalog import InstanceType
 from components.clouds.base import CloudProfile
 from components.plan.health import GateLevel, health_config
-from components.plan.model import HEAD, FabricPlan, ImagePlan, NetworkPlan, StoragePlan
-
-# Pinned driver matrix: what plain images install and what deep-learning images must match.
-DRIVER_VERSION = "570.133.20"
-CUDA_VERSION = "12.8"
+from components.plan.model import HEAD, FabricPlan, ImagePlan, NetworkPlan, SoftwarePlan, StoragePlan
+from components.plan.software import FAILURE_BUDGET, PERMANENT_FAILURES, TORCH, failure_records
 PROMETHEUS_PORT = 9090
 GRAFANA_PORT = 3000
 METRICS_PORTS = (9100, 9400)  # node exporter, DCGM exporter
 CHECKPOINT_DIR = "/var/lib/gpufleet/checkpoints"
 # What the bundled job imports, pinned as pyproject's `train` extra pins it; nodes install it into their own venv.
-JOB_PACKAGES = ("torch==2.13.0", "numpy>=1.26", "rich>=13")
+JOB_PACKAGES = (TORCH, "numpy>=1.26", "rich>=13")
 # torchrun's restart budget: every re-formed rendezvous (a node lost, a spot exit, a node joining) spends one.
 MAX_RESTARTS = 100
 
@@ -50,8 +47,8 @@ def node_command(job: Job, role: str) -> tuple[str, ...]:
 
 def role_user_data(cloud: CloudProfile, row: InstanceType, *, role: str, name: str, region: str,
                    command: tuple[str, ...], rendezvous_port: int, fabric: FabricPlan, network: NetworkPlan,
-                   storage: StoragePlan, image: ImagePlan, port_range: tuple[int, int] | None, spot: bool,
-                   drain_hook: str, gate: GateLevel) -> str:
+                   storage: StoragePlan, image: ImagePlan, software: SoftwarePlan,
+                   port_range: tuple[int, int] | None, spot: bool, drain_hook: str, gate: GateLevel) -> str:
     node = NodeBootstrap(
         cluster=name, cloud=cloud.name, region=region, role=role, instance_type=row.name, gpus=row.gpus,
         nvswitch=row.nvswitch, fabric=fabric.kind, fabric_devices=fabric.devices,
@@ -60,9 +57,12 @@ def role_user_data(cloud: CloudProfile, row: InstanceType, *, role: str, name: s
         checkpoint_uri=storage.checkpoint_uri, code_uri=storage.code_uri, code_sha256=storage.code_sha256, spot=spot,
         drain_hook=drain_hook, spot_notice_url=cloud.spot_notice_url, metadata_url=cloud.metadata_url,
         imds_token_url=cloud.imds_token_url, health_config=health_config(row, gate),
-        imds_token_header=cloud.imds_token_header, driver_version=DRIVER_VERSION,
-        cuda_version=CUDA_VERSION, plain_image=not image.has_drivers, metrics_ports=METRICS_PORTS,
+        imds_token_header=cloud.imds_token_header, driver_version=software.driver,
+        cuda_version=software.cuda, driver_min_branch=software.driver_min_branch,
+        software_json="" if cloud.runs_here else software.to_json(), plain_image=not image.has_drivers,
+        metrics_ports=METRICS_PORTS,
         prometheus_port=PROMETHEUS_PORT, grafana_port=GRAFANA_PORT, local=cloud.runs_here,
-        pip_packages=() if cloud.runs_here else JOB_PACKAGES,
+        pip_packages=() if cloud.runs_here else JOB_PACKAGES, permanent_failures=PERMANENT_FAILURES,
+        failure_budget=FAILURE_BUDGET, failure_uri=failure_records(storage.checkpoint_uri),
     )
     return render_user_data(node)

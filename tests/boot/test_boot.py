@@ -24,10 +24,6 @@ pytestmark = pytest.mark.usefixtures("needs_root")
 
 STACKS = {"aws": "aws-g4dn-dev", "alicloud": "ali-spot", "tencentcloud": "tencent-spot"}
 DATASOURCES = {"aws": "ec2", "alicloud": "aliyun", "tencentcloud": "configdrive"}
-# Where each boot stops today (docs/boot-findings.md); a cloud here is a strict xfail naming it, the others must train.
-STOPS = {
-    "aws": "gpufleet-driver: the DLAMI's driver 580.95.05 is not the pinned 570.133.20",
-}
 # The AWS worker boots as a warm-pool instance (aws-g4dn-dev keeps a standby).
 WARMING = {"aws": {"worker-1": "Warmed:Stopped"}}
 OUTCOME_TIMEOUT_S = 900
@@ -126,10 +122,8 @@ def test_every_command_a_node_script_calls_is_on_the_image_or_installed_first(bo
         assert not missing, f"{node.name}: {missing[:5]}"
 
 
-def test_every_node_reaches_the_training_service(booted, request):
+def test_every_node_reaches_the_training_service(booted):
     cloud, _, boot, outcomes = booted
-    if cloud in STOPS:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=f"{cloud}: {STOPS[cloud]}"))
     expected = {node.name: "warming" if node.name in WARMING.get(cloud, {}) else "training" for node in boot.nodes}
     assert outcomes == expected, f"{cloud}: {outcomes}"
 

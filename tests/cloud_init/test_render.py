@@ -125,7 +125,8 @@ def test_settings_are_rendered_and_no_secret_is():
             in env), "the stack's job settings, then the node's own directories"
     assert files["/etc/sysctl.d/60-gpufleet-ports.conf"].endswith("net.ipv4.ip_local_port_range = 50000 51000\n")
     assert files["/etc/gpufleet/nccl.env"].splitlines()[1:] == [
-        "NCCL_DEBUG=WARN", "TORCH_NCCL_ASYNC_ERROR_HANDLING=1", "NCCL_SOCKET_IFNAME='^lo,docker'", "NCCL_IB_DISABLE=1"]
+        "NCCL_DEBUG=WARN", "TORCH_NCCL_ASYNC_ERROR_HANDLING=1", "NCCL_SOCKET_IFNAME='^lo,docker'", "NCCL_IB_DISABLE=1",
+        "NCCL_NET=Socket"]
     # Scripts are the repository's files verbatim (gpufleet-store names the STS fields it reads); only the settings
     # are rendered per stack, and they must name no credential.
     repo = {f"{BIN}/{p.name}": p.read_text() for p in (PROJECT_ROOT / "cloud-init/bin").iterdir()}

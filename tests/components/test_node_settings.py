@@ -52,10 +52,12 @@ def test_each_role_is_tagged_with_its_role():
 
 
 def test_efa_nccl_environment():
-    """aws-ofi-nccl >= 1.7 needs nothing but huge pages off (fork ENOMEM) and the sockets off lo and docker."""
+    """aws-ofi-nccl >= 1.7 needs nothing but huge pages off (fork ENOMEM) and the sockets off lo and docker; NCCL_NET
+    holds NCCL to the plugin (no fallback to sockets)."""
     fabric = plan_fabric("auto", catalog.lookup("aws", "p5.48xlarge"))
     assert dict(fabric.nccl_env) == {"NCCL_DEBUG": "WARN", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
-                                     "NCCL_SOCKET_IFNAME": "^lo,docker", "FI_EFA_USE_HUGE_PAGE": "0"}
+                                     "NCCL_SOCKET_IFNAME": "^lo,docker", "FI_EFA_USE_HUGE_PAGE": "0",
+                                     "NCCL_NET": "OFI"}
 
 
 def test_erdma_and_hcc_rdma_nccl_environment():
@@ -66,6 +68,7 @@ def test_erdma_and_hcc_rdma_nccl_environment():
         "NCCL_NET_PLUGIN": "none", "NCCL_SOCKET_IFNAME": "eth0"}
     rdma = dict(plan_fabric("auto", catalog.lookup("tencentcloud", "HCCPNV4h.48XLARGE1536")).nccl_env)
     assert (rdma["NCCL_IB_GID_INDEX"], rdma["NCCL_IB_DISABLE"]) == ("3", "0")
+    assert erdma["NCCL_NET"] == rdma["NCCL_NET"] == "IB", "verbs only, no fallback to sockets"
 
 
 def test_local_nodes_pin_nccl_and_gloo_to_their_own_interface():

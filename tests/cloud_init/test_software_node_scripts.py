@@ -1,0 +1,107 @@
+"""The software matrix on the node, run for real: `gpufleet-driver` in cloud mode against a stub nvidia-smi and a
+stub libnccl.so.2 (the version NCCL's own ncclGetVersion answers) holds a DL image to the minimum driver branch and a
+plain image to the exact pin, and records NCCL's real version; `gpufleet-report` spends the group's failure budget on
+a permanent reason and stops asking for replacements once it is spent, but never on a reason a new node may fix."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from bootstrap_helpers import run, tool
+from test_local_scripts import local_node  # noqa: F401  (the fixture)
+
+from components.plan.software import DRIVER_VERSION, FAILURE_BUDGET
+
+NVIDIA_SMI = """#!/usr/bin/env bash
+case "$*" in *driver_version*) echo "$GPUFLEET_TEST_DRIVER" ;; *) echo "stub nvidia-smi" ;; esac
+"""
+
+
+@pytest.fixture
+def gpu_node(local_node, tmp_path):  # noqa: F811
+    """(root, env, driver_script) for a node in cloud mode whose GPU stack answers with the given driver."""
+    if tool("cc") is None:
+        pytest.skip("needs a C compiler for the stub libnccl.so.2")
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "nccl.c").write_text("int ncclGetVersion(int *v) { *v = 22907; return 0; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-Wl,-soname,libnccl.so.2", "-o", str(lib / "libnccl.so.2"),
+                    str(lib / "nccl.c")], check=True)
+
+    def boot(driver: str, script: str = "gpufleet-driver", **settings):
+        root, _, env, _ = local_node(nvswitch=False, **settings)
+        with open(root / "etc/gpufleet/node.env", "a") as node_env:  # installed as a local node, now run as a cloud's
+            node_env.write("GF_LOCAL='0'\n")
+        stub = root / "test-bin"
+        stub.mkdir(exist_ok=True)
+        (stub / "nvidia-smi").write_text(NVIDIA_SMI)
+        (stub / "nvidia-smi").chmod(0o755)
+        env = env | {"PATH": f"{stub}:{env['PATH']}", "LD_LIBRARY_PATH": str(lib), "GPUFLEET_TEST_DRIVER": driver}
+        return root, env, root / "opt/gpufleet/bin" / script
+
+    return boot
+
+
+def test_a_dl_image_passes_on_a_newer_driver_of_the_branch(gpu_node):
+    root, env, driver = gpu_node("595.45.04", plain_image=False, driver_version="", driver_min_branch=580)
+    result = run([driver], root, env)
+    assert result.returncode == 0, result.stderr
+    versions = json.loads((root / "var/lib/gpufleet/versions.json").read_text())
+    assert versions == {"driver": "595.45.04", "fabricmanager": "", "torch_cuda": ""}, "CPU torch: no CUDA"
+
+
+def test_gpufleet_nccl_records_the_librarys_own_version(gpu_node):
+    root, env, nccl = gpu_node("595.45.04", script="gpufleet-nccl")
+    result = run([nccl], root, env)
+    assert result.returncode == 0, result.stderr
+    recorded = json.loads((root / "var/lib/gpufleet/nccl.json").read_text())
+    assert recorded == {"version": "2.29.7", "source": "libnccl.so.2", "network": ""}, "not the SONAME's 2"
+    assert "NCCL_NET=Socket holds it to the fabric" in result.stderr
+    result = run([nccl], root, env | {"LD_LIBRARY_PATH": ""})
+    assert result.returncode == 1 and (root / "run/gpufleet/failure").read_text() == "nccl:not-found\n"
+
+
+def test_a_dl_image_below_the_branch_fails_with_a_permanent_reason(gpu_node):
+    root, env, driver = gpu_node("570.133.20", plain_image=False, driver_version="", driver_min_branch=580)
+    result = run([driver], root, env)
+    assert result.returncode == 1
+    assert (root / "run/gpufleet/failure").read_text() == "driver:570.133.20:min=580\n"
+
+
+def test_a_plain_image_holds_the_exact_pin(gpu_node):
+    root, env, driver = gpu_node("580.65.06", plain_image=True, driver_version=DRIVER_VERSION)
+    result = run([driver], root, env)
+    assert result.returncode == 1
+    assert (root / "run/gpufleet/failure").read_text() == f"driver:580.65.06:pinned={DRIVER_VERSION}\n"
+    root, env, driver = gpu_node(DRIVER_VERSION, plain_image=True, driver_version=DRIVER_VERSION)
+    assert run([driver], root, env).returncode == 0
+
+
+def _report_from_new_nodes(local_node, reason: str, nodes: int, tmp_path):  # noqa: F811
+    """gpufleet-report REASON on `nodes` successive nodes of one group (each a fresh node id, one bucket)."""
+    outcomes = []
+    for _ in range(nodes):
+        root, _, env, _ = local_node(failure_uri=f"file://{tmp_path}/bucket/failures")
+        (root / "var/lib/gpufleet/node-id").unlink(missing_ok=True)
+        result = run([root / "opt/gpufleet/bin/gpufleet-report", reason], root, env)
+        assert result.returncode == 0, result.stderr
+        outcomes.append((root / "var/lib/gpufleet/metrics/health.prom").read_text())
+    return outcomes
+
+
+def test_a_permanent_failure_stops_the_replacements_after_the_budget(local_node, tmp_path):  # noqa: F811
+    reason = "driver:570.133.20:min=580"
+    outcomes = _report_from_new_nodes(local_node, reason, FAILURE_BUDGET + 1, tmp_path)
+    stopped = [f'gpufleet_replacement_stopped{{reason="{reason}"}} 1' in metrics for metrics in outcomes]
+    assert stopped == [False] * FAILURE_BUDGET + [True]
+    assert f'gpufleet_permanent_failures{{reason="{reason}"}} {FAILURE_BUDGET + 1}' in outcomes[-1]
+    records = tmp_path / "bucket/failures/driver_570.133.20_min=580"
+    assert len(list(records.iterdir())) == FAILURE_BUDGET + 1, "one record per node"
+
+
+def test_a_reason_a_new_node_may_fix_is_always_replaced(local_node, tmp_path):  # noqa: F811
+    outcomes = _report_from_new_nodes(local_node, "gpus:7/8", FAILURE_BUDGET + 1, tmp_path)
+    assert not [metrics for metrics in outcomes if "replacement_stopped" in metrics]
+    assert not (tmp_path / "bucket/failures").exists()
