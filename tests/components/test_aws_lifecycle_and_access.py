@@ -89,7 +89,7 @@ def _script_actions() -> set[str]:
     """Every AWS CLI call in the node scripts, as the IAM action that authorises it."""
     actions = set()
     for script in NODE_SCRIPTS:
-        for service, operation in re.findall(r"\baws (s3|ec2|autoscaling|cloudwatch|ssm) ([a-z][a-z0-9-]*)",
+        for service, operation in re.findall(r"\baws(?:_cli)? (s3|ec2|autoscaling|cloudwatch|ssm) ([a-z][a-z0-9-]*)",
                                              script.read_text()):
             if service == "s3":
                 actions |= S3_ACTIONS
