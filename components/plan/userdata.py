@@ -11,6 +11,7 @@ from components.clouds.base import CloudProfile
 from components.plan.health import GateLevel, health_config
 from components.plan.model import HEAD, FabricPlan, ImagePlan, NetworkPlan, SoftwarePlan, StoragePlan
 from components.plan.software import FAILURE_BUDGET, PERMANENT_FAILURES, TORCH, failure_records
+
 PROMETHEUS_PORT = 9090
 GRAFANA_PORT = 3000
 METRICS_PORTS = (9100, 9400)  # node exporter, DCGM exporter
