@@ -2,7 +2,7 @@
 
     python -m health --config /etc/gpufleet/health.json --nccl-env /etc/gpufleet/nccl.env \\
         --out /var/lib/gpufleet/health/gate.json --metrics /var/lib/gpufleet/metrics/health-gate.prom \\
-        --reason-file /run/gpufleet/health-reason [--level deep] [--dcgm-level 3] [--devices cpu:2]
+        --reason-file /run/gpufleet/health-reason [--level deep] [--dcgm-level 3] [--devices cpu:2 [--stand-in]]
 
 The config is {"row": <catalog row>, "level": "light" | "deep", "dcgmLevel": null | 1-3}. Exit 0: healthy; 1: a check
 failed (the reason file holds the first failed figure, e.g. "matmul:gpu3=412.3:min=593.4"); 2: bad arguments or
@@ -38,6 +38,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--level", choices=LEVELS, help="override the config's level")
     p.add_argument("--dcgm-level", type=int, choices=[1, 2, 3], help="override the config's DCGM diagnostic level")
     p.add_argument("--devices", default="cuda", help="cuda (default), cpu or cpu:N")
+    p.add_argument("--stand-in", action="store_true",
+                   help="the devices stand in for the row's GPUs: judge their count, not the row's GPU figures")
     p.add_argument("--nccl-env", type=Path, help="the job's NCCL settings (KEY=value lines)")
     p.add_argument("--out", type=Path, help="write the report as JSON here")
     p.add_argument("--metrics", type=Path, help="write node-exporter textfile metrics here")
@@ -51,7 +53,7 @@ def main(argv: list[str]) -> int:
         raw = load_config(args.config)
         config = gate.GateConfig(row=raw["row"], level=args.level or raw.get("level", "light"),
                                  dcgm_level=args.dcgm_level or raw.get("dcgmLevel"), devices=_devices(args.devices),
-                                 nccl_env=allreduce.read_env_file(args.nccl_env))
+                                 nccl_env=allreduce.read_env_file(args.nccl_env), stand_in=args.stand_in)
     except UsageError as error:
         print(f"gpufleet health: {error}", file=sys.stderr)
         return result.EXIT_USAGE

@@ -1,15 +1,15 @@
 """Boot a plan's nodes for real: `with Boot(plan) as boot:` makes the network, starts the cloud's metadata service,
-the object store holding the code bundle and the PyPI mirror in the bridge namespace, and powers on one machine per
-node with the user-data the plan renders (plan.head.user_data / plan.worker.user_data), gzip and base64 exactly as
-the realizers hand it to the cloud (components.realizers.encoding). Leaving the block ends every machine and
-process and deletes the namespaces, also after a failure; the run's directory (machines' disks, service logs) stays
-for the report until `keep` is false.
+the object store holding the code bundle, the PyPI mirror and the image's apt mirror in the bridge namespace, and
+powers on one machine per node with the user-data the plan renders (plan.head.user_data / plan.worker.user_data),
+gzip and base64 exactly as the realizers hand it to the cloud (components.realizers.encoding). Leaving the block
+ends every machine and process and deletes the namespaces, also after a failure; the run's directory (machines'
+disks, service logs) stays for the report until `keep` is false.
 
 What each machine's disk gets before its first boot besides the image is listed in `_disk_files`: the image's
 datasource setting, the harness's static network (cloud-init must not replace the address), the VPC's resolver,
-the run's CA in the system store, pip's mirror and, with GF_FAKE_GPU, the GPU stack (components.boot.gpu). None of it
-is in user-data, which stays as the plan renders it. A killed run leaves nothing the next one does not sweep
-(components.boot.lifetime).
+the run's CA in the system store, pip's and apt's mirrors and, with GF_FAKE_GPU, the GPU stack
+(components.boot.gpu). None of it is in user-data, which stays as the plan renders it. A killed run leaves nothing
+the next one does not sweep (components.boot.lifetime).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from components import bundle
-from components.boot import clouds, gpu, lifetime, metadata, network, pypi, rootfs, store, tls, vpc
+from components.boot import apt, clouds, gpu, lifetime, metadata, network, pypi, rootfs, store, tls, vpc
 from components.boot.machine import Machine, MachineConfig, cgroup_path
 from components.local.cloudconfig import document
 from components.plan.model import ClusterPlan
@@ -58,7 +58,9 @@ def node_settings(user_data: str) -> dict[str, str]:
 
 
 def pip_packages(settings: Mapping[str, str]) -> tuple[str, ...]:
-    return tuple(shlex.split(settings.get("GF_PIP_PACKAGES", "()")[1:-1]))
+    """What a node may pip-install: the job's packages and, where the image lacks one, the store client."""
+    client = (settings["GF_STORE_CLIENT"],) if settings.get("GF_STORE_CLIENT") else ()
+    return (*shlex.split(settings.get("GF_PIP_PACKAGES", "()")[1:-1]), *client)
 
 
 @dataclass
@@ -145,6 +147,7 @@ class Boot:
 
         image = rootfs.DLAMI if plan.cloud == "aws" and plan.image.has_drivers else rootfs.PLAIN
         lower = rootfs.tree(image)
+        self._service("apt", apt.serve_command(apt.repository(image), gateway), ready=None)
         instances = []
         for index, lay_node in enumerate(self.net.layout.nodes):
             role = lay_node.role
@@ -183,7 +186,8 @@ class Boot:
         return f"{self.tag}-{node}"
 
     def _fake_gpu(self, settings: Mapping[str, str], image: rootfs.Image) -> gpu.FakeGpu:
-        count, model = int(settings["GF_GPUS"]), self.plan.instance.gpu_model
+        count = int(settings["GF_GPUS"])
+        model = self.plan.instance.gpu_model
         if image is rootfs.DLAMI:
             return gpu.FakeGpu(count, model, self.driver or DLAMI_DRIVER, DLAMI_CUDA)
         return gpu.FakeGpu(count, model, self.driver or settings["GF_DRIVER_VERSION"], settings["GF_CUDA_VERSION"])
@@ -201,6 +205,7 @@ class Boot:
             "/usr/local/share/ca-certificates/gpufleet-boot.crt": (ca, 0o644),
             "/etc/ssl/certs/ca-certificates.crt": (system_store + ca, 0o644),
             "/etc/pip.conf": (pypi.pip_conf(gateway), 0o644),
+            "/etc/apt/sources.list": (apt.sources_list(gateway), 0o644),
         }
         user_data = base64.b64decode(node.instance.user_data_b64)
         files |= clouds.config_drive(plan.cloud, node.instance, user_data)

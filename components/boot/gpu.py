@@ -37,15 +37,46 @@ class FakeGpu:
 
 
 NVIDIA_SMI = """#!/bin/bash
-# GF_FAKE_GPU stand-in for nvidia-smi (components/boot/gpu.py): {count} x {model}, driver {driver}. No GPU answers.
+# GF_FAKE_GPU stand-in for nvidia-smi (components/boot/gpu.py): {count} x {model}, driver {driver}. No GPU answers:
+# every query field reads as a healthy idle card would report it (unknown fields [N/A]).
+field() {{ # NAME GPU-INDEX
+  case "$1" in
+    index) echo "$2" ;;
+    name) echo "NVIDIA {model}" ;;
+    driver_version) echo "{driver}" ;;
+    pci.bus_id|gpu_bus_id) printf '00000000:%02X:00.0\\n' $((16 + $2)) ;;
+    retired_pages.pending|remapped_rows.pending|remapped_rows.failure) echo "No" ;;
+    ecc.errors.*) echo "0" ;;
+    pcie.link.gen.*) echo "4" ;;
+    pcie.link.width.*) echo "16" ;;
+    clocks_throttle_reasons.active|clocks_event_reasons.active) echo "0x0000000000000000" ;;
+    clocks.sm|clocks.max.sm) echo "1590" ;;
+    *) echo "[N/A]" ;;
+  esac
+}}
+query=""
+for arg in "$@"; do
+  case "$arg" in --query-gpu=*|--query-remapped-rows=*) query="${{arg#*=}}" ;; esac
+done
+if [ -n "$query" ]; then
+  IFS=, read -ra names <<< "$query"
+  for i in $(seq 0 $(({count} - 1))); do
+    row=()
+    for name in "${{names[@]}}"; do row+=("$(field "$name" "$i")"); done
+    (IFS=,; echo "${{row[*]}}") | sed 's/,/, /g'
+  done
+  exit 0
+fi
 case "$*" in
   -L) for i in $(seq 0 $(({count} - 1))); do echo "GPU $i: NVIDIA {model} (UUID: GPU-fake-$i)"; done ;;
-  *driver_version*) for i in $(seq 1 {count}); do echo "{driver}"; done ;;
-  *retired_pages*) for i in $(seq 1 {count}); do echo "No"; done ;;
-  *remapped_rows*) for i in $(seq 1 {count}); do echo "0, 0"; done ;;
   *) echo "NVIDIA-SMI {driver}    Driver Version: {driver}    CUDA Version: {cuda}"
      for i in $(seq 0 $(({count} - 1))); do echo "|   $i  NVIDIA {model}  (fake)"; done ;;
 esac
+"""
+
+GATE_DROP_IN = """# GF_FAKE_GPU (components/boot/gpu.py): the gate measures {count} CPU devices for the GPUs.
+[Service]
+Environment=GF_HEALTH_STAND_IN={count}
 """
 
 NVCC = """#!/bin/bash
@@ -94,6 +125,8 @@ def files(gpu: FakeGpu) -> dict[str, tuple[bytes, int]]:
         f"/usr/local/cuda-{gpu.cuda}/bin/nvcc": (NVCC.format(**fields).encode(), 0o755),
         f"{lib}/libnccl.so.{gpu.nccl}": (_libnccl(gpu.nccl), 0o644),
         f"/etc/systemd/system/{UNIT}": (LDCONFIG_UNIT.encode(), 0o644),
+        "/etc/systemd/system/gpufleet-gate.service.d/gpufleet-boot-fake-gpu.conf":
+            (GATE_DROP_IN.format(**fields).encode(), 0o644),
     }
 
 

@@ -25,6 +25,7 @@ PHASES = ("user-data", "cloud-init", "bundle", "gate", "rendezvous", "first-step
 RENDEZVOUS_MARK = " params, world "
 # A line that no retry can change: a tool the image does not have.
 FATAL_OUTPUT = ("command not found",)
+WARMING_MARK = "in the warm pool"  # gpufleet-node wait-in-service, while the target lifecycle state is Warmed:*
 
 
 @dataclass
@@ -83,9 +84,9 @@ def _journal_first(node: BootNode, unit: str, mark: str) -> float | None:
 
 
 def _first_step(node: BootNode) -> float | None:
-    """The first metrics line of the node's own run directory (the plan's command puts it beside the checkpoints,
-    named by the node's id; only rank 0's node writes one)."""
-    node_id = _read(node, "/var/lib/gpufleet/node-id").strip()
+    """The node's first logged step: gpufleet-train keeps each node's metrics beside the checkpoints, in
+    <checkpoint dir>/runs/<node id>/metrics.jsonl (only rank 0's node writes them)."""
+    node_id = _read(node, "/var/lib/gpufleet/node-id")
     if not node_id:
         return None
     text = _read(node, f"{node.settings['GF_CHECKPOINT_DIR']}/runs/{node_id}/metrics.jsonl")
@@ -130,9 +131,14 @@ def collect(node: BootNode) -> NodeReport:
 
 
 def outcome(node: BootNode) -> str | None:
-    """"training" once the job runs, "failed: WHY" once the boot cannot get there, None while it may."""
+    """"training" once the job runs, "warming" while it waits in a warm pool, "failed: WHY" once the boot cannot get
+    there, None while it may."""
     if node.machine.run("systemctl", "is-active", "gpufleet-train.service").stdout.strip() == "active":
         return "training"
+    if node.machine.run("systemctl", "is-active", "gpufleet-in-service.service").stdout.strip() == "activating" \
+            and WARMING_MARK in node.machine.run("journalctl", "--no-pager", "-o", "cat", "-u",
+                                                 "gpufleet-in-service.service").stdout:
+        return "warming"
     for unit in ("cloud-final.service", "gpufleet-gate.service"):
         if node.machine.run("systemctl", "is-failed", unit).stdout.strip() == "failed":
             why = _read(node, "/run/gpufleet/failure") or f"{unit} failed"

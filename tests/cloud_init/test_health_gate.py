@@ -64,6 +64,19 @@ def test_a_slow_device_fails_with_its_figure_as_the_reason(tmp_path):
     assert 'gpufleet_health_check_ok{kind="gate",check="matmul",subject="cpu0"} 0' in metrics
 
 
+def test_stand_ins_for_a_gpu_row_are_counted_and_measured_but_not_held_to_its_gpu_figures(tmp_path):
+    row = TINY | {"peakTflopsBf16": 1e6, "measuredHbmGbs": 1e9, "busbwBaselineGbs": 1e9}
+    assert gate(tmp_path, row, "--devices", "cpu:2").returncode == 1  # the same CPUs held to the row fail
+    done = gate(tmp_path, row, "--devices", "cpu:2", "--stand-in")
+    assert done.returncode == 0, done.stderr
+    rows = {(c["check"], c["subject"]): c for c in report(tmp_path)["checks"]}
+    assert rows[("gpus", "node")]["threshold"] == 2
+    for key in (("matmul", "cpu0"), ("hbm", "cpu1"), ("allreduce", "node")):
+        assert rows[key]["figure"] > 0 and rows[key]["threshold"] is None, rows[key]
+    done = gate(tmp_path, row, "--devices", "cpu:1", "--stand-in")
+    assert done.returncode == 1 and (tmp_path / "reason").read_text().strip() == "gpus:node=1:min=2"
+
+
 FAKE_SMI = """#!/bin/sh
 case "$*" in
   *--query-remapped-rows*) echo "00000000:18:00.0, No, No" ;;
