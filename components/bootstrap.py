@@ -38,9 +38,11 @@ CKPT_SYNC_S = 300
 # A fresh node's role credentials and NAT route can lag cloud-init: the bundle fetch retries this often, this far apart.
 BUNDLE_FETCH_TRIES = 20
 BUNDLE_FETCH_WAIT_S = 15
-# The node's one object-store client (cloud-init/bin/gpufleet-lib.sh aws_cli), installed from PyPI into its own venv
-# where the image lacks it: S3, and OSS and COS through their S3 APIs (docs/cloud-facts.md#oss-s3-api, #tencent-cos).
+# The node's one object-store client (cloud-init/bin/gpufleet-lib.sh aws_cli), installed from PyPI into the node's tools
+# venv where the image lacks it: S3, and OSS and COS through their S3 APIs (docs/cloud-facts.md#oss-s3-api,
+# #tencent-cos).
 STORE_CLIENT = "awscli==1.46.3"
+CLOUD_API = f"{BIN}/gpufleet-cloud-api"  # the cloud's API tool (cloud-init/clouds/<cloud>_api.py), where it has one
 IMAGES = {
     "dcgm_exporter": "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04",
     "prometheus": "prom/prometheus:v3.5.0",
@@ -95,6 +97,10 @@ class NodeBootstrap:
     )
     # pip requirements of the job (e.g. "torch==2.13.0"), installed into /opt/gpufleet/venv; () = the image's python
     pip_packages: tuple[str, ...] = ()
+    # The cloud's API SDK pins (CloudProfile.api_client): with the store client, the node's tools venv
+    api_client: tuple[str, ...] = ()
+    # Launched by the cloud's scaling group (its unhealthy path applies); False: an instance the stack declares
+    in_scaling_group: bool = False
     # Failure budget: gate failures with these reason prefixes are permanent (no replacement fixes them); once more
     # than `failure_budget` nodes recorded the same one under `failure_uri`, a failing node stops asking for a new one.
     permanent_failures: tuple[str, ...] = ()
@@ -174,7 +180,8 @@ def node_env(node: NodeBootstrap) -> str:
         "prometheus_port": node.prometheus_port,
         "grafana_port": node.grafana_port,
         "pip_packages": node.pip_packages,
-        "store_client": STORE_CLIENT,
+        "tools": (STORE_CLIENT, *node.api_client),
+        "in_scaling_group": node.in_scaling_group,
         "local": node.local,
         **{f"{name}_image": image for name, image in IMAGES.items()},
     }
@@ -200,6 +207,8 @@ def node_files(node: NodeBootstrap) -> list[NodeFile]:
         for name in USER_DATA_SCRIPTS
     ]
     files.append(NodeFile(CLOUD_ADAPTER, adapter(node.cloud)))
+    if node.api_client:
+        files.append(NodeFile(CLOUD_API, (CLOUD_INIT / "clouds" / f"{node.cloud}_api.py").read_bytes()))
     files.append(NodeFile(f"{ETC}/node.env", node_env(node).encode()))
     files.append(NodeFile(f"{ETC}/nccl.env", nccl_env(node).encode()))
     files.append(NodeFile(f"{ETC}/health.json", node.health_config.encode()))

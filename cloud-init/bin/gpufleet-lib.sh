@@ -50,27 +50,33 @@ apt_install() { # PACKAGE...: from the image's mirror, after this boot's one `ap
   apt_get install -yq --no-install-recommends "$@"
 }
 
-# The one object-store client of every cloud: the AWS CLI (S3, and OSS and COS through their S3 APIs). An image
-# without it (plain Ubuntu has python3 but neither pip nor venv) gets the plan's pinned release (GF_STORE_CLIENT) in
-# its own venv, once; a failed install is retried by the next copy (the bundle fetch retries).
-aws_cli() { # ARGS...: the AWS CLI
-  if ! command -v aws >/dev/null; then
-    if [ ! -e "$TOOLS/.complete" ]; then
-      log "installing the store client $GF_STORE_CLIENT into $TOOLS"
-      rm -rf "$TOOLS"
-      python3 -c 'import ensurepip' 2>/dev/null || apt_install python3-venv
-      python3 -m venv "$TOOLS"
-      "$TOOLS/bin/pip" install -q --disable-pip-version-check "$GF_STORE_CLIENT"
-      touch "$TOOLS/.complete"
-    fi
-    PATH="$PATH:$TOOLS/bin"
-  fi
+# The node's tools venv: the plan's pinned store client (the AWS CLI: S3, and OSS and COS through their S3 APIs) and
+# the cloud's API SDK (GF_TOOLS), installed once where needed (plain Ubuntu has python3 but neither pip nor venv); a
+# failed install is retried by the next call (the bundle fetch retries).
+tools_install() {
+  [ ! -e "$TOOLS/.complete" ] || return 0
+  log "installing the node's tools ${GF_TOOLS[*]} into $TOOLS"
+  rm -rf "$TOOLS"
+  python3 -c 'import ensurepip' 2>/dev/null || apt_install python3-venv
+  python3 -m venv "$TOOLS"
+  "$TOOLS/bin/pip" install -q --disable-pip-version-check "${GF_TOOLS[@]}"
+  touch "$TOOLS/.complete"
+  PATH="$PATH:$TOOLS/bin"
+}
+
+aws_cli() { # ARGS...: the AWS CLI, the image's where it has one
+  command -v aws >/dev/null || tools_install
   # The client installed here trusts the image's store (as curl and apt do), not the copy its wheels bring.
   if [ "$(command -v aws)" = "$TOOLS/bin/aws" ]; then
     AWS_CA_BUNDLE="${AWS_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}" aws "$@"
   else
     aws "$@"
   fi
+}
+
+cloud_api() { # ARGS...: the cloud's API tool (gpufleet-cloud-api), with the credentials the adapter exported
+  tools_install
+  GF_REGION="$GF_REGION" "$TOOLS/bin/python3" "$BIN/gpufleet-cloud-api" "$@"
 }
 
 s3_copy() { # SRC DST RECURSIVE(0|1) [aws option...]: exactly one side an s3:// URI; a tree is synced (no deletes)

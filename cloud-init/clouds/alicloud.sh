@@ -6,27 +6,44 @@
 # OSS's S3-compatible VPC endpoint, virtual-hosted addressing (docs/cloud-facts.md#oss-s3-api).
 OSS_S3_ENDPOINT="https://s3.oss-$GF_REGION-internal.aliyuncs.com"
 
+ram_key() { # the RAM role's STS key from metadata, three lines: AccessKeyId, AccessKeySecret, SecurityToken
+  local creds="$GF_METADATA_URL/ram/security-credentials" role
+  role="$(meta "$creds/")" || return
+  meta "$creds/$role" | python3 -c 'import json, sys; c = json.load(sys.stdin)
+print(c["AccessKeyId"], c["AccessKeySecret"], c["SecurityToken"], sep="\n")'
+}
+
 cloud_copy() { # SRC DST RECURSIVE(0|1): exactly one side is an oss:// URI; the role's credentials read per copy
   case "$1$2" in *oss://*) ;; *) die "unsupported URI: $1 $2" ;; esac
-  local creds="$GF_METADATA_URL/ram/security-credentials" role key
-  role="$(meta "$creds/")" || return
-  mapfile -t key < <(meta "$creds/$role" | python3 -c 'import json, sys; c = json.load(sys.stdin)
-print(c["AccessKeyId"], c["AccessKeySecret"], c["SecurityToken"], sep="\n")')
-  [ "${#key[@]}" = 3 ] || { log "no credentials for RAM role '$role'"; return 1; }
+  local key
+  mapfile -t key < <(ram_key)
+  [ "${#key[@]}" = 3 ] || { log "no credentials for the instance's RAM role"; return 1; }
   s3_compatible_copy "${1/#oss:/s3:}" "${2/#oss:/s3:}" "$3" "$OSS_S3_ENDPOINT" "${key[@]}"
 }
 
-cloud_mark_unhealthy() { # REASON
+api() { # ecs|ess ACTION [Name=value ...]: Alibaba's OpenAPI (alicloud_api.py) signed with the role's key
+  local key
+  mapfile -t key < <(ram_key)
+  [ "${#key[@]}" = 3 ] || { log "no credentials for the instance's RAM role"; return 1; }
+  ALIBABA_CLOUD_ACCESS_KEY_ID="${key[0]}" ALIBABA_CLOUD_ACCESS_KEY_SECRET="${key[1]}" \
+    ALIBABA_CLOUD_SECURITY_TOKEN="${key[2]}" cloud_api "$@"
+}
+
+cloud_mark_unhealthy() { # REASON: tagged; and, launched by ESS, reported unhealthy there so that ESS replaces it
   local id
   id="$(meta "$GF_METADATA_URL/instance-id")"
-  aliyun ecs TagResources --RegionId "$GF_REGION" --ResourceType instance --ResourceId.1 "$id" \
-    --Tag.1.Key gpufleet:health --Tag.1.Value "failed:$1"
-  aliyun ess SetInstanceHealth --RegionId "$GF_REGION" --InstanceId "$id" --HealthStatus Unhealthy
+  api ecs TagResources RegionId="$GF_REGION" ResourceType=instance ResourceId.1="$id" \
+    Tag.1.Key=gpufleet:health Tag.1.Value="failed:$1" >/dev/null
+  if [ "$GF_IN_SCALING_GROUP" != 1 ]; then
+    log "an instance the stack declares, in no scaling group: tagged only; \`pulumi up\` replaces it"
+    return 0
+  fi
+  api ess SetInstanceHealth RegionId="$GF_REGION" InstanceId="$id" HealthStatus=Unhealthy >/dev/null
 }
 
 cloud_addresses() { # the private addresses of the cluster's running nodes, one per line
-  aliyun ecs DescribeInstances --RegionId "$GF_REGION" --Status Running --PageSize 100 \
-    --Tag.1.Key gpufleet:cluster --Tag.1.Value "$GF_CLUSTER" \
+  api ecs DescribeInstances RegionId="$GF_REGION" Status=Running PageSize=100 \
+    Tag.1.Key=gpufleet:cluster Tag.1.Value="$GF_CLUSTER" \
     | python3 -c 'import json,sys; [print(a) for i in json.load(sys.stdin)["Instances"]["Instance"] for a in i["VpcAttributes"]["PrivateIpAddress"]["IpAddress"]]'
 }
 

@@ -6,27 +6,43 @@
 # COS's regional endpoint (its VPC address from a CVM), virtual-hosted (docs/cloud-facts.md#tencent-cos).
 COS_S3_ENDPOINT="https://cos.$GF_REGION.myqcloud.com"
 
+cam_key() { # the CAM role's temporary key from metadata, three lines: TmpSecretId, TmpSecretKey, Token
+  local creds="$GF_METADATA_URL/cam/security-credentials" role
+  role="$(meta "$creds/")" || return
+  meta "$creds/$role" | python3 -c 'import json, sys; c = json.load(sys.stdin)
+print(c["TmpSecretId"], c["TmpSecretKey"], c["Token"], sep="\n")'
+}
+
 cloud_copy() { # SRC DST RECURSIVE(0|1): exactly one side is a cos:// URI; the role's temporary key read per copy
   case "$1$2" in *cos://*) ;; *) die "unsupported URI: $1 $2" ;; esac
-  local creds="$GF_METADATA_URL/cam/security-credentials" role key
-  role="$(meta "$creds/")" || return
-  mapfile -t key < <(meta "$creds/$role" | python3 -c 'import json, sys; c = json.load(sys.stdin)
-print(c["TmpSecretId"], c["TmpSecretKey"], c["Token"], sep="\n")')
-  [ "${#key[@]}" = 3 ] || { log "no credentials for CAM role '$role'"; return 1; }
+  local key
+  mapfile -t key < <(cam_key)
+  [ "${#key[@]}" = 3 ] || { log "no credentials for the instance's CAM role"; return 1; }
   s3_compatible_copy "${1/#cos:/s3:}" "${2/#cos:/s3:}" "$3" "$COS_S3_ENDPOINT" "${key[@]}"
+}
+
+api() { # cvm|as ACTION 'JSON': Tencent Cloud's API (tencentcloud_api.py) signed with the role's temporary key
+  local key
+  mapfile -t key < <(cam_key)
+  [ "${#key[@]}" = 3 ] || { log "no credentials for the instance's CAM role"; return 1; }
+  TENCENTCLOUD_SECRET_ID="${key[0]}" TENCENTCLOUD_SECRET_KEY="${key[1]}" TENCENTCLOUD_SESSION_TOKEN="${key[2]}" \
+    cloud_api "$@"
 }
 
 cloud_mark_unhealthy() { # REASON (kept in the health metric): the AS group replaces what it no longer holds
   local id group
+  if [ "$GF_IN_SCALING_GROUP" != 1 ]; then
+    log "an instance the stack declares, in no AS group: reported in its metrics only; \`pulumi up\` replaces it"
+    return 0
+  fi
   id="$(meta "$GF_METADATA_URL/instance-id")"
-  group="$(tccli as DescribeAutoScalingInstances --region "$GF_REGION" --InstanceIds "[\"$id\"]" \
+  group="$(api as DescribeAutoScalingInstances "{\"InstanceIds\": [\"$id\"]}" \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["AutoScalingInstanceSet"][0]["AutoScalingGroupId"])')"
-  tccli as RemoveInstances --region "$GF_REGION" --AutoScalingGroupId "$group" --InstanceIds "[\"$id\"]"
+  api as RemoveInstances "{\"AutoScalingGroupId\": \"$group\", \"InstanceIds\": [\"$id\"]}" >/dev/null
 }
 
 cloud_addresses() { # the private addresses of the cluster's running nodes, one per line
-  tccli cvm DescribeInstances --region "$GF_REGION" --Limit 100 \
-    --Filters "[{\"Name\": \"tag:gpufleet:cluster\", \"Values\": [\"$GF_CLUSTER\"]}]" \
+  api cvm DescribeInstances "{\"Limit\": 100, \"Filters\": [{\"Name\": \"tag:gpufleet:cluster\", \"Values\": [\"$GF_CLUSTER\"]}]}" \
     | python3 -c 'import json,sys; [print(a) for i in json.load(sys.stdin)["InstanceSet"] for a in i["PrivateIpAddresses"]]'
 }
 

@@ -58,9 +58,9 @@ def node_settings(user_data: str) -> dict[str, str]:
 
 
 def pip_packages(settings: Mapping[str, str]) -> tuple[str, ...]:
-    """What a node may pip-install: the job's packages and, where the image lacks one, the store client."""
-    client = (settings["GF_STORE_CLIENT"],) if settings.get("GF_STORE_CLIENT") else ()
-    return (*shlex.split(settings.get("GF_PIP_PACKAGES", "()")[1:-1]), *client)
+    """What a node may pip-install: the job's packages and its tools venv's (the store client, the cloud's API SDK)."""
+    return tuple(package for key in ("GF_PIP_PACKAGES", "GF_TOOLS") for package in
+                 shlex.split(settings.get(key, "()")[1:-1]))
 
 
 @dataclass

@@ -94,6 +94,7 @@ ALICLOUD = CloudProfile(
     # Token GETs work on every ECS instance; the head's hardened metadata (http_tokens required) answers no other.
     imds_token_url="http://100.100.100.200/latest/api/token",
     imds_token_header="X-aliyun-ecs-metadata-token",
+    api_client=("alibabacloud-tea-openapi==0.4.6",),  # docs/cloud-facts.md#alibaba-node-api
     spot_discount=0.60,
     reserved_discount=0.30,
     spot_strategies=MappingProxyType({

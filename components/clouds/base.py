@@ -79,6 +79,9 @@ class CloudProfile:
     # then send "<header>: <token>" (AWS IMDSv2, Alibaba's hardened mode); "" = plain GETs.
     imds_token_url: str = ""
     imds_token_header: str = ""
+    # The pinned SDK its node scripts call the cloud's API through (cloud-init/clouds/<name>_api.py, installed into
+    # the node's tools venv beside the store client); () = no such tool (AWS: the store client is its CLI).
+    api_client: tuple[str, ...] = ()
     spot_discount: float = 0.0
     reserved_discount: float = 0.0
     # Base64 bytes of user-data a node may get: 16 KB on EC2, ECS and CVM alike

@@ -159,6 +159,7 @@ TENCENTCLOUD = CloudProfile(
     spot_notice_url="http://metadata.tencentyun.com/latest/meta-data/spot/termination-time",
     limits=LIMITS,
     metadata_url="http://metadata.tencentyun.com/latest/meta-data",
+    api_client=("tencentcloud-sdk-python-common==3.1.195",),  # docs/cloud-facts.md#tencent-node-api
     spot_discount=0.60,
     reserved_discount=0.30,
     unsupported=MappingProxyType({

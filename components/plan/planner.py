@@ -18,6 +18,7 @@ from components.plan.lifecycle import plan_lifecycle
 from components.plan.model import (
     ROLE_TAG,
     ROLES,
+    SCALING_GROUP,
     WORKER,
     ClusterPlan,
     ImagePlan,
@@ -129,12 +130,15 @@ def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None) -> Clu
     tags = (("gpufleet:cluster", name), ("gpufleet:stack", stack), ("managed-by", "gpufleet"),
             *sorted(spec.tags.items()))
     lifecycle = plan_lifecycle(cloud.lifecycle, market, spec.autoscaling.standby)
+    workers = cloud.worker_groups(scaling, market, placements)
+    grouped = bool(workers) and all(group.form == SCALING_GROUP for group in workers)
     head, worker = (_role(cloud, row, role, name, spec, job, market, lifecycle, tags, fabric=fabric, network=network,
-                          storage=storage, image=image, software=software) for role in ROLES)
+                          storage=storage, image=image, software=software, in_scaling_group=role == WORKER and grouped)
+                    for role in ROLES)
     return ClusterPlan(
         name=name, stack=stack, cloud=spec.cloud, region=spec.region, zone=spec.zone, instance=row, image=image,
         software=software, network=network, firewall=firewall, fabric=fabric, placements=placements, market=market,
-        scaling=scaling, workers=cloud.worker_groups(scaling, market, placements),
+        scaling=scaling, workers=workers,
         lifecycle=lifecycle, storage=storage, head=head,
         worker=worker, ranks_per_node=ranks, cost=plan_cost(cloud, row.price_usd_per_hour, market, scaling),
         tags=tags)

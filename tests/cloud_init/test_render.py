@@ -13,9 +13,9 @@ import yaml
 from bootstrap_helpers import tool
 from node_cases import CASES, boot, plan_of, snapshot_text, user_data
 
-from components.bootstrap import BIN, CLOUD_ADAPTER
+from components.bootstrap import BIN, CLOUD_ADAPTER, CLOUD_API
 from components.bundle import source_files
-from components.clouds import CLOUDS
+from components.clouds import CLOUDS, profile
 from components.local.cloudconfig import document
 from components.paths import PROJECT_ROOT
 from components.plan.lifecycle import DRAIN_HOOK
@@ -66,7 +66,7 @@ def test_shell_is_clean(tmp_path):
         if path.startswith("cloud-init/bin/"):
             (root / BIN.lstrip("/") / Path(path).name).write_bytes(data)
     scripts = [p for p in (root / BIN.lstrip("/")).iterdir() if not p.name.endswith(".py")]
-    scripts += sorted((PROJECT_ROOT / "cloud-init/clouds").iterdir())
+    scripts += sorted((PROJECT_ROOT / "cloud-init/clouds").glob("*.sh"))
     settings = []
     for case in CASES:
         settings.append(tmp_path / f"{case}.env")
@@ -131,10 +131,13 @@ def test_settings_are_rendered_and_no_secret_is():
     # are rendered per stack, and they must name no credential.
     repo = {f"{BIN}/{p.name}": p.read_text() for p in (PROJECT_ROOT / "cloud-init/bin").iterdir()}
     for case in CASES:
-        adapter = (PROJECT_ROOT / "cloud-init/clouds" / f"{plan_of(case.rsplit('-', 1)[0]).cloud}.sh").read_text()
+        cloud = PROJECT_ROOT / "cloud-init/clouds" / plan_of(case.rsplit("-", 1)[0]).cloud
+        verbatim = {**repo, CLOUD_ADAPTER: cloud.with_suffix(".sh").read_text()}
+        if cloud.with_name(f"{cloud.name}_api.py").is_file():
+            verbatim[CLOUD_API] = cloud.with_name(f"{cloud.name}_api.py").read_text()
         for entry in document(user_data(case))["write_files"]:
-            if entry["path"] in repo or entry["path"] == CLOUD_ADAPTER:
-                assert entry["content"] == repo.get(entry["path"], adapter), (case, entry["path"])
+            if entry["path"] in verbatim:
+                assert entry["content"] == verbatim[entry["path"]], (case, entry["path"])
                 continue
             text = entry["content"].lower()
             for word in ("aws_secret", "access_key", "accesskey", "password=", "secretkey", "ststoken"):
@@ -145,8 +148,9 @@ def test_user_data_carries_only_what_reaches_the_bucket():
     for case in CASES:
         paths = {entry["path"] for entry in document(user_data(case))["write_files"]}
         scripts = {p.rsplit("/", 1)[1] for p in paths if p.startswith(f"{BIN}/")}
+        api = {"gpufleet-cloud-api"} if profile(plan_of(case.rsplit("-", 1)[0]).cloud).api_client else set()
         assert scripts == {"gpufleet-lib.sh", "gpufleet-node", "gpufleet-report", "gpufleet-store",
-                           "gpufleet-cloud.sh"}, case
+                           "gpufleet-cloud.sh", *api}, case
         assert not {p for p in paths if p.startswith("/etc/systemd/") or "prometheus" in p or "dashboard" in p}, case
 
 
