@@ -45,10 +45,11 @@ apt_get() { # apt-get ARGS...
   DEBIAN_FRONTEND=noninteractive flock -w "$APT_LOCK_TIMEOUT_S" "$RUN/apt.lock" \
     apt-get -o DPkg::Lock::Timeout="$APT_LOCK_TIMEOUT_S" "$@"
 }
-apt_install() { # PACKAGE...: from the image's mirror, after this boot's one `apt-get update`
+apt_install() { # [APT-OPTION...] PACKAGE...: from the image's mirror, after this boot's one `apt-get update`
   if [ ! -e "$RUN/apt-updated" ]; then apt_get update -q && touch "$RUN/apt-updated"; fi
   apt_get install -yq --no-install-recommends "$@"
 }
+apt_sources_added() { rm -f "$RUN/apt-updated"; } # a new repository: the next apt_install refreshes the index
 
 # The node's tools venv: the plan's pinned store client (the AWS CLI: S3, and OSS and COS through their S3 APIs) and
 # the cloud's API SDK (GF_TOOLS), installed once where needed (plain Ubuntu has python3 but neither pip nor venv); a

@@ -79,6 +79,39 @@ def test_a_plain_image_holds_the_exact_pin(gpu_node):
     assert run([driver], root, env).returncode == 0
 
 
+INSTALL_STUBS = {
+    # nvidia-smi answers only once the driver package is "installed"; every other tool records its call.
+    "nvidia-smi": '[ -e "$GPUFLEET_TEST_CALLS.installed" ] || exit 9\necho "$GPUFLEET_TEST_DRIVER"',
+    "curl": 'echo "curl $*" >> "$GPUFLEET_TEST_CALLS"',
+    "dpkg": 'echo "dpkg $*" >> "$GPUFLEET_TEST_CALLS"',
+    "modprobe": 'echo "modprobe $*" >> "$GPUFLEET_TEST_CALLS"',
+    "apt-get": 'echo "apt-get $*" >> "$GPUFLEET_TEST_CALLS"\n'
+               'case "$*" in *" install "*cuda-drivers*) touch "$GPUFLEET_TEST_CALLS.installed" ;; esac',
+}
+
+
+def test_a_plain_image_installs_the_pin_from_nvidias_repository_after_indexing_it(gpu_node):
+    """The driver comes from the repository the keyring adds, so the index is refreshed after it, even when this
+    boot already ran its one `apt-get update` (the store client's python3-venv)."""
+    root, env, driver = gpu_node(DRIVER_VERSION, plain_image=True, driver_version=DRIVER_VERSION)
+    for name, body in INSTALL_STUBS.items():
+        (root / "test-bin" / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
+        (root / "test-bin" / name).chmod(0o755)
+    (root / "run/gpufleet").mkdir(parents=True, exist_ok=True)
+    (root / "run/gpufleet/apt-updated").touch()
+    calls = root / "calls"
+    result = run([driver], root, env | {"GPUFLEET_TEST_CALLS": str(calls)})
+    assert result.returncode == 0, result.stderr
+    lines = calls.read_text().splitlines()
+    order = [line.split()[0] + (" update" if " update" in line else " install" if " install " in line else "")
+             for line in lines]
+    assert order == ["curl", "dpkg", "apt-get update", "apt-get install", "modprobe"], lines
+    major = DRIVER_VERSION.split(".")[0]
+    assert lines[3].endswith(f"install -yq --no-install-recommends --allow-downgrades cuda-drivers-{major}="
+                             f"{DRIVER_VERSION}-* datacenter-gpu-manager nvidia-container-toolkit"), lines[3]
+    assert "DPkg::Lock::Timeout=" in lines[3], "waits for another apt instead of failing"
+
+
 def _report_from_new_nodes(local_node, reason: str, nodes: int, tmp_path):  # noqa: F811
     """gpufleet-report REASON on `nodes` successive nodes of one group (each a fresh node id, one bucket)."""
     outcomes = []
