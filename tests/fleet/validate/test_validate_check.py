@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import AWS_STACKS
 
-from fleet.validate.check import CONFIG_FILE, check, provider_block
-from fleet.validate.convert import convert
-from fleet.validate.document import dump
-from fleet.validate.toolchain import init, required_providers, terraform
+from components.aws.validate.check import CONFIG_FILE, check, provider_block
+from components.aws.validate.convert import convert
+from components.aws.validate.document import dump
+from components.aws.validate.toolchain import init, required_providers, terraform
 
 
 @pytest.mark.parametrize("name", [path.stem.removeprefix("Pulumi.") for path in AWS_STACKS])
