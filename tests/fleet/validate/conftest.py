@@ -22,6 +22,12 @@ ROOT = Path(__file__).resolve().parents[3]
 AWS_STACKS = sorted((ROOT / "stacks").glob("Pulumi.aws-*.yaml"))
 
 
+def pytest_generate_tests(metafunc):
+    """`aws_stack`: each shipped AWS stack by name (a module importing `conftest` may get another directory's)."""
+    if "aws_stack" in metafunc.fixturenames:
+        metafunc.parametrize("aws_stack", [path.stem.removeprefix("Pulumi.") for path in AWS_STACKS])
+
+
 @pytest.fixture(scope="session")
 def toolchain():
     try:
