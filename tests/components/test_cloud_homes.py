@@ -30,8 +30,10 @@ def homes(cloud: str) -> tuple[str, ...]:
 
 
 def spelt(name: str) -> re.Pattern[str]:
-    """The name as a quoted string or the start of a quoted provider key or type token."""
-    return re.compile(rf"""["']{re.escape(name)}["':]""")
+    """The name as a quoted string, the start of a quoted provider key or type token, or a shell test or case arm on
+    it (`= aws ]`, `aws)`)."""
+    word = re.escape(name)
+    return re.compile(rf"""["']{word}["':]|=\s*{word}\b|^\s*(?:[\w*-]+\|)*{word}\)""")
 
 
 def project_files() -> list[str]:
@@ -69,12 +71,14 @@ def test_a_clouds_name_is_spelt_only_in_its_homes(cloud):
     assert strays(cloud) == [], f"{cloud} is named outside its homes; derive it from components.clouds"
 
 
-@pytest.mark.parametrize("line", ['KEYS = ("aws:region",)', "if cloud == 'aws':", 'TOKEN = "aws:ec2/vpc:Vpc"'])
+@pytest.mark.parametrize("line", ['KEYS = ("aws:region",)', "if cloud == 'aws':", 'TOKEN = "aws:ec2/vpc:Vpc"',
+                                  '[ "$GF_CLOUD" = aws ] && x', "  aws) cloud_copy ;;", "  local|aws) :;;"])
 def test_the_pattern_finds_a_literal(line):
     assert spelt("aws").search(line)
 
 
 @pytest.mark.parametrize("line", ["import pulumi_aws as aws", "aws.ec2.Vpc(...)", "see docs/cloud-facts.md#aws-spot",
-                                  'STORE_CLIENT = "awscli==1.46.3"'])
+                                  'STORE_CLIENT = "awscli==1.46.3"', 'if [ "$(command -v aws)" = "$TOOLS/bin/aws" ]',
+                                  "s3_copy() { # SRC DST [aws option...]"])
 def test_the_pattern_ignores_what_is_not_the_clouds_name(line):
     assert not spelt("aws").search(line)
