@@ -32,6 +32,7 @@ from health.thresholds import limits
 
 from benchmarks import cuda_timing
 from components.catalog import catalog
+from components.clouds import CLOUDS
 
 ROOT = Path(__file__).resolve().parents[1]
 LOAD = """
@@ -52,7 +53,7 @@ while True:
 
 def catalog_row() -> dict:
     name = torch.cuda.get_device_name(0)
-    for cloud in ("aws", "alicloud", "tencentcloud"):
+    for cloud in CLOUDS:
         for row in catalog(cloud).types.values():
             if row.gpu_model and row.gpu_model in name:
                 return row.model_dump(by_alias=True) | {"gpus": torch.cuda.device_count(), "catalogRow": row.name}

@@ -77,6 +77,9 @@ class NodeBootstrap:
     # The worker group's termination hook (LifecyclePlan.drain): the spot watcher runs on every such worker and
     # completes the hook once the checkpoint is in the bucket; "" = none.
     drain_hook: str
+    # Publish the node's GPU utilisation every minute (gpufleet-gpu-metric.timer): the series the workers' group
+    # scales on (RolePlan.gpu_metric).
+    gpu_metric: bool
     spot_notice_url: str  # the cloud's spot notice endpoint (CloudProfile); local: a fake endpoint URL
     metadata_url: str  # the cloud's instance metadata root, ".../latest/meta-data"
     imds_token_url: str  # metadata session token URL where the cloud requires a token; "" = plain GETs
@@ -232,6 +235,8 @@ def _units(node: NodeBootstrap) -> list[str]:
         units.append("gpufleet-spot.service")
     if node.role == "head":
         units += ["gpufleet-discover.service", "gpufleet-discover.timer"]
+    if node.gpu_metric:
+        units += ["gpufleet-gpu-metric.service", "gpufleet-gpu-metric.timer"]
     return units
 
 

@@ -31,3 +31,8 @@ class SpecError(Exception):
         count = len(self.problems)
         head = f"invalid stack{where}: {count} problem{'s' if count != 1 else ''}"
         return "\n".join([head, *(f"  - {p}" for p in self.problems)])
+
+
+class ToolchainMissing(Exception):
+    """A tool a command runs is not installed where it looks (Terraform, a provider): the message says what to
+    install."""

@@ -20,8 +20,6 @@ import yaml
 from components.errors import Problem, SpecError
 
 CLUSTER_KEY = "gpufleet:cluster"
-# The config keys a stack sets besides the cluster: each provider's region (the clouds' `region_key`).
-REGION_KEYS = ("aws:region", "alicloud:region", "tencentcloud:region")
 # A stack file is a few kilobytes; these bound what a broken or hostile one can cost before it is refused.
 MAX_BYTES = 256 * 1024
 MAX_DEPTH = 64
@@ -245,9 +243,17 @@ def _squashed(key: str) -> str:
     return re.sub(r"[^a-z0-9]", "", key.lower())
 
 
+def region_keys() -> tuple[str, ...]:
+    """The config keys a stack sets besides the cluster: each registered cloud's region key (`CloudProfile.region_key`).
+    Asked when a file is read, since the profiles import this module."""
+    from components.clouds import CLOUDS
+
+    return tuple(cloud.region_key for cloud in CLOUDS.values() if cloud.region_key)
+
+
 def _misspelt(config: dict[str, Any], source: str) -> None:
     """Keys that are gpufleet's or a provider's in all but spelling: Pulumi would pass them to nobody."""
-    wanted = {_squashed(key): key for key in (CLUSTER_KEY, *REGION_KEYS)}
+    wanted = {_squashed(key): key for key in (CLUSTER_KEY, *region_keys())}
     problems = [Problem(str(key), f"is not a key gpufleet reads; it looks like `{wanted[_squashed(str(key))]}` (config "
                         "keys are namespace:name, in this case).", f"rename it to {wanted[_squashed(str(key))]}.")
                 for key in config if _squashed(str(key)) in wanted and key not in wanted.values()]

@@ -10,12 +10,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from components.errors import ToolchainMissing
 from components.plan.model import ClusterPlan
 from fleet.diagram import mermaid
 from fleet.preview import Preview, run_program
 from fleet.stacks import resolve
 from fleet.validate.command import print_validation, validation
-from fleet.validate.toolchain import ToolchainMissing
 from policy.rules import evaluate
 
 EXIT_CLEAN, EXIT_VIOLATION, EXIT_INVALID = 0, 1, 2
@@ -54,8 +54,8 @@ def register(subparsers) -> None:
     add_stack_args(parser)
     parser.add_argument("--diagram", action="store_true", help="print the topology as a Mermaid block instead")
     parser.add_argument("--validate", action="store_true",
-                        help="also have terraform-provider-aws validate and plan the AWS resources (needs Terraform "
-                             "and the provider in a filesystem mirror; no credentials, no network)")
+                        help="also have the cloud's own provider code validate and plan the resources (AWS: "
+                             "terraform-provider-aws from a filesystem mirror; no credentials, no network)")
     parser.set_defaults(run=run)
 
 

@@ -73,7 +73,7 @@ def of_type(resources: list[Resource], *tokens: str) -> list[Resource]:
 
 
 def package_of(kind: str) -> str:
-    """The Pulumi package a type token belongs to: "aws" in "aws:ec2/instance:Instance"."""
+    """The Pulumi package a type token belongs to: its first part, `<package>:<module>/<name>:<Type>`."""
     return kind.split(":", 1)[0]
 
 

@@ -30,7 +30,8 @@ class AwsCluster(pulumi.ComponentResource):
         network = AwsNetwork(name, net=plan.network, zone=plan.zone, region=plan.region, tags=tags, opts=child)
         security = AwsSecurity(name, cluster=plan.name, rules=plan.firewall, vpc_id=network.vpc.id, tags=tags,
                                opts=child)
-        identity = AwsIdentity(name, cluster=plan.name, bucket=plan.storage.bucket, tags=tags, opts=child)
+        identity = AwsIdentity(name, cluster=plan.name, bucket=plan.storage.bucket,
+                               gpu_metric=plan.head.gpu_metric or plan.worker.gpu_metric, tags=tags, opts=child)
         self.storage = AwsStorage(name, storage=plan.storage, tags=tags, opts=child)
         self.compute = AwsCompute(name, ComputeArgs.of(plan, network.private.id, security.group.id,
                                                        identity.profile.arn), opts=child)

@@ -13,9 +13,9 @@ SESSION_MANAGER = ["ssm:UpdateInstanceInformation", "ssmmessages:CreateControlCh
                    "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel"]
 
 
-def node_policy(cluster: str, bucket_name: str) -> dict:
+def node_policy(cluster: str, bucket_name: str, gpu_metric: bool) -> dict:
     """Least privilege: each call a node script makes (cloud-init/clouds/aws.sh), on this cluster's resources where
-    AWS allows.
+    AWS allows; the GPU metric only where the plan has the nodes publish it (RolePlan.gpu_metric).
 
     Describe calls and the Session Manager channel take no resource or tag condition (AWS's service authorization
     reference lists none for them): they read, or act only on the calling instance's own registration.
@@ -23,6 +23,9 @@ def node_policy(cluster: str, bucket_name: str) -> dict:
     bucket = f"arn:aws:s3:::{bucket_name}"
     own = {"StringEquals": {"aws:ResourceTag/gpufleet:cluster": cluster}}
     own_group = {"StringEquals": {"autoscaling:ResourceTag/gpufleet:cluster": cluster}}
+    # gpufleet-gpu-metric: the GPU utilisation the workers scale on, in the gpufleet namespace only.
+    metric = [{"Sid": "PublishGpuMetrics", "Effect": "Allow", "Action": ["cloudwatch:PutMetricData"],
+               "Resource": ["*"], "Condition": {"StringEquals": {"cloudwatch:namespace": "gpufleet"}}}]
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -42,9 +45,7 @@ def node_policy(cluster: str, bucket_name: str) -> dict:
              "Resource": ["*"]},
             # gpufleet-discover (head): the cluster's nodes as scrape targets, found by their cluster tag.
             {"Sid": "DiscoverNodes", "Effect": "Allow", "Action": ["ec2:DescribeInstances"], "Resource": ["*"]},
-            # gpufleet-gpu-metric: the GPU utilisation the workers scale on, in the gpufleet namespace only.
-            {"Sid": "PublishGpuMetrics", "Effect": "Allow", "Action": ["cloudwatch:PutMetricData"],
-             "Resource": ["*"], "Condition": {"StringEquals": {"cloudwatch:namespace": "gpufleet"}}},
+            *(metric if gpu_metric else []),
             # SSM Session Manager, the way in (no SSH port, no key pair): the agent's registration and channels.
             {"Sid": "SessionManager", "Effect": "Allow", "Action": SESSION_MANAGER, "Resource": ["*"]},
         ],
@@ -54,7 +55,7 @@ def node_policy(cluster: str, bucket_name: str) -> dict:
 class AwsIdentity(pulumi.ComponentResource):
     """Role, inline policy and instance profile for every node."""
 
-    def __init__(self, name: str, *, cluster: str, bucket: str, tags: dict[str, str],
+    def __init__(self, name: str, *, cluster: str, bucket: str, gpu_metric: bool, tags: dict[str, str],
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:aws:Identity", f"{name}-identity", None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -64,8 +65,8 @@ class AwsIdentity(pulumi.ComponentResource):
         self.role = aws.iam.Role(f"{name}-node-role", assume_role_policy=json.dumps(assume), tags=tags,
                                  opts=child)
         # Its only permissions.
-        aws.iam.RolePolicy(f"{name}-node-policy", role=self.role.id, policy=json.dumps(node_policy(cluster, bucket)),
-                           opts=child)
+        aws.iam.RolePolicy(f"{name}-node-policy", role=self.role.id,
+                           policy=json.dumps(node_policy(cluster, bucket, gpu_metric)), opts=child)
         # The profile the launch templates attach.
         self.profile = aws.iam.InstanceProfile(f"{name}-node-profile", role=self.role.name, tags=tags,
                                                opts=child)

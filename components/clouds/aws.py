@@ -97,6 +97,7 @@ AWS = CloudProfile(
     }),
     realizer="components.aws.cluster",
     pulumi_package="aws",
+    validator="components.aws.validate",
     # The Deep Learning AMI through its SSM parameter: driver, CUDA, EFA and aws-ofi-nccl preinstalled, resolved by
     # EC2 at every launch (docs/cloud-facts.md#aws-images).
     auto_image=AutoImage(

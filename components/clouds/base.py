@@ -90,9 +90,12 @@ class CloudProfile:
     spot_strategies: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     unsupported: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # The module whose `realize(plan)` declares the cloud's resources, and the package its Pulumi type tokens start
-    # with ("aws" in "aws:ec2/instance:Instance"; policy/clouds/<name>.py reads those resources). None: no resources.
+    # with (`<package>:<module>/<name>:<Type>`; policy/clouds/<name>.py reads those resources). None: no resources.
     realizer: str = ""
     pulumi_package: str | None = None
+    # The module whose `validation(resources, region)` has the cloud's provider check a preview offline
+    # (`fleet plan --validate`); "" = none.
+    validator: str = ""
     auto_image: AutoImage = AutoImage()
     # The default bucket's name (some clouds put the account id in it) and the account id a bucket name carries.
     bucket_name: Callable[[str, str, str, str | None], str] = gpufleet_bucket

@@ -222,6 +222,9 @@ class RolePlan:
     spot: bool
     tags: tuple[tuple[str, str], ...]
     command: tuple[str, ...]
+    # Its nodes publish their GPU utilisation (gpufleet-gpu-metric.timer, enabled in user-data): every node of a
+    # cluster whose workers scale on it (ScalingPlan.gpu_util_target).
+    gpu_metric: bool
 
     @property
     def tag_map(self) -> dict[str, str]:

@@ -97,11 +97,14 @@ def _role(cloud: CloudProfile, row: catalog.InstanceType, role: str, name: str, 
     spot = role == WORKER and market.uses_spot
     # Workers are the group's to take away: each one completes the group's termination hook once it has checkpointed.
     drain_hook = lifecycle.drain.hook if role == WORKER and lifecycle.drain else ""
+    # Where the workers scale on GPU utilisation, every node (head and workers) writes the cluster's one series.
+    gpu_metric = spec.autoscaling.gpu_util_target is not None
     command = node_command(job, role)
-    return RolePlan(role=role, spot=spot, tags=(*tags, (ROLE_TAG, role)), command=command,
+    return RolePlan(role=role, spot=spot, tags=(*tags, (ROLE_TAG, role)), command=command, gpu_metric=gpu_metric,
                     user_data=role_user_data(cloud, row, role=role, name=name, region=spec.region, command=command,
                                              rendezvous_port=job.rendezvous_port, port_range=spec.network.port_range,
-                                             spot=spot, drain_hook=drain_hook, gate=spec.gate, **shared))
+                                             spot=spot, drain_hook=drain_hook, gpu_metric=gpu_metric, gate=spec.gate,
+                                             **shared))
 
 
 def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None) -> ClusterPlan:

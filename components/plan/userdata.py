@@ -49,15 +49,16 @@ def node_command(job: Job, role: str) -> tuple[str, ...]:
 def role_user_data(cloud: CloudProfile, row: InstanceType, *, role: str, name: str, region: str,
                    command: tuple[str, ...], rendezvous_port: int, fabric: FabricPlan, network: NetworkPlan,
                    storage: StoragePlan, image: ImagePlan, software: SoftwarePlan,
-                   port_range: tuple[int, int] | None, spot: bool, drain_hook: str, gate: GateLevel,
-                   in_scaling_group: bool) -> str:
+                   port_range: tuple[int, int] | None, spot: bool, drain_hook: str, gpu_metric: bool,
+                   gate: GateLevel, in_scaling_group: bool) -> str:
     node = NodeBootstrap(
         cluster=name, cloud=cloud.name, region=region, role=role, instance_type=row.name, gpus=row.gpus,
         nvswitch=row.nvswitch, fabric=fabric.kind, fabric_devices=fabric.devices,
         mtu=network.mtu, nccl_env=fabric.nccl_env, port_range=port_range, head_address=network.head_address,
         rendezvous_port=rendezvous_port, command=command, checkpoint_dir=CHECKPOINT_DIR,
         checkpoint_uri=storage.checkpoint_uri, code_uri=storage.code_uri, code_sha256=storage.code_sha256, spot=spot,
-        drain_hook=drain_hook, spot_notice_url=cloud.spot_notice_url, metadata_url=cloud.metadata_url,
+        drain_hook=drain_hook, gpu_metric=gpu_metric, spot_notice_url=cloud.spot_notice_url,
+        metadata_url=cloud.metadata_url,
         imds_token_url=cloud.imds_token_url, health_config=health_config(row, gate),
         imds_token_header=cloud.imds_token_header, api_client=cloud.api_client, in_scaling_group=in_scaling_group,
         driver_version=software.driver,

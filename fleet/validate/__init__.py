@@ -1,1 +1,2 @@
-"""Offline validation of a preview's AWS resources by terraform-provider-aws itself (the code pulumi-aws bridges)."""
+"""`fleet plan --validate`: a preview's resources checked offline by their cloud's own provider code, where the
+cloud's profile names a validator (`CloudProfile.validator`)."""

@@ -2,27 +2,26 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import importlib
 from typing import Any
 
 from rich.console import Console
 
+from components.clouds import CLOUDS, profile
+from components.errors import ToolchainMissing
 from components.plan.model import ClusterPlan
 from fleet.preview import Preview
-from fleet.validate.check import check
-from fleet.validate.toolchain import ToolchainMissing
 
 
 def validation(preview: Preview, plan: ClusterPlan) -> dict[str, Any]:
-    """The `validation` entry of `fleet plan --json`; ToolchainMissing when it cannot run here."""
-    if plan.cloud != "aws":
-        raise ToolchainMissing(f"--validate runs terraform-provider-aws on AWS stacks; {preview.stack} is on "
-                               f"{plan.cloud} (its provider rules are checked by the test suite)")
-    report = check(preview.resources, plan.region)
-    return {"provider": f"hashicorp/aws {report.provider_version}", "resources": report.resources,
-            "planned": report.planned, "errors": len(report.errors),
-            "findings": [asdict(finding) for finding in report.findings],
-            "notChecked": [asdict(skipped) for skipped in report.skipped]}
+    """The `validation` entry of `fleet plan --json`, from the cloud's validator; ToolchainMissing when the cloud has
+    none, or its tools are not installed here."""
+    validator = profile(plan.cloud).validator
+    if not validator:
+        have = ", ".join(cloud.title for cloud in CLOUDS.values() if cloud.validator)
+        raise ToolchainMissing(f"--validate runs the provider's own checks offline on {have} stacks; {preview.stack} "
+                               f"is on {profile(plan.cloud).title} (its provider rules are checked by the test suite)")
+    return importlib.import_module(validator).validation(preview.resources, plan.region)
 
 
 def print_validation(console: Console, document: dict[str, Any]) -> None:

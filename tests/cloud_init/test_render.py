@@ -116,6 +116,29 @@ def test_cloud_nodes_install_the_bundle_then_enable_their_units_and_local_nodes_
     assert "runcmd" not in yaml.safe_load(user_data("local-head"))
 
 
+def scales_on_gpu(stack: str) -> bool:
+    """The stack file, read as written: its workers scale on GPU utilisation."""
+    text = (PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml").read_text()
+    return "gpuUtilTarget" in yaml.safe_load(text)["config"]["gpufleet:cluster"].get("autoscaling", {})
+
+
+@pytest.mark.parametrize("case", [case for case in CASES if not case.startswith("local-")])
+def test_the_gpu_metric_timer_runs_exactly_where_the_workers_scale_on_it(case):
+    enable = yaml.safe_load(user_data(case))["runcmd"][-1]
+    stack = case.rsplit("-", 1)[0]
+    assert ("gpufleet-gpu-metric.timer" in enable) is scales_on_gpu(stack), enable
+    assert "gpufleet-gpu-metric.service" not in enable, "its timer starts it"
+
+
+def test_an_aws_gpu_cluster_scaling_on_utilisation_publishes_it_from_every_node_and_others_do_not():
+    assert scales_on_gpu("aws-p5") and not scales_on_gpu("aws-g5-spot")
+    for case in ("aws-p5-head", "aws-p5-worker"):
+        assert "gpufleet-gpu-metric.timer" in yaml.safe_load(user_data(case))["runcmd"][-1], case
+    for case in ("aws-g5-spot-worker", "ali-erdma-worker", "tencent-hcc-worker"):
+        assert "gpufleet-gpu-metric.timer" not in yaml.safe_load(user_data(case))["runcmd"][-1], case
+    assert plan_of("aws-p5").head.gpu_metric and not plan_of("aws-g4dn-dev").worker.gpu_metric
+
+
 def test_settings_are_rendered_and_no_secret_is():
     files = files_of(user_data("aws-g5-spot-worker"))
     env = files["/etc/gpufleet/node.env"]

@@ -11,20 +11,21 @@ from pathlib import Path
 
 import pytest
 
+from components.aws.validate.check import CONFIG_FILE, provider_block
+from components.aws.validate.toolchain import find_toolchain, init, required_providers, resource_schemas
+from components.errors import ToolchainMissing
 from components.stackfile import load_stack_file
 from fleet.preview import run_program
 from fleet.stacks import spec_and_plan
-from fleet.validate.check import CONFIG_FILE, provider_block
-from fleet.validate.toolchain import (
-    ToolchainMissing,
-    find_toolchain,
-    init,
-    required_providers,
-    resource_schemas,
-)
 
 ROOT = Path(__file__).resolve().parents[3]
 AWS_STACKS = sorted((ROOT / "stacks").glob("Pulumi.aws-*.yaml"))
+
+
+def pytest_generate_tests(metafunc):
+    """`aws_stack`: each shipped AWS stack by name (a module importing `conftest` may get another directory's)."""
+    if "aws_stack" in metafunc.fixturenames:
+        metafunc.parametrize("aws_stack", [path.stem.removeprefix("Pulumi.") for path in AWS_STACKS])
 
 
 @pytest.fixture(scope="session")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 import json
 
-import fleet.validate.command as command
+import components.aws.validate as aws_validate
+from components.aws.validate.check import check
 from fleet.cli import main
-from fleet.validate.check import check
 
 
 def test_missing_terraform_is_exit_2_with_what_to_install(monkeypatch, capsys):
@@ -44,7 +44,7 @@ def test_a_rejection_fails_the_plan_and_names_our_field(monkeypatch, capsys, too
                 record["inputs"]["metadataOptions"]["httpTokens"] = "never"
         return check(records, region)
 
-    monkeypatch.setattr(command, "check", with_bad_tokens)
+    monkeypatch.setattr(aws_validate, "check", with_bad_tokens)
     assert main(["plan", "--stack", "aws-g4dn-dev", "--validate"]) == 1
     out = capsys.readouterr().out
     assert "rejected" in out and "aws-g4dn-dev-head-lt.metadataOptions.httpTokens" in out

@@ -6,9 +6,9 @@ import copy
 import json
 import re
 
-from fleet.validate.convert import camel, convert, terraform_type
-from fleet.validate.document import dump
-from fleet.validate.standins import ACCOUNT
+from components.aws.validate.convert import camel, convert, terraform_type
+from components.aws.validate.document import dump
+from components.aws.validate.standins import ACCOUNT
 
 
 def test_types_follow_the_bridge(schemas, previews):

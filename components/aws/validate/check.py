@@ -12,9 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fleet.validate.convert import Conversion, Skipped, convert
-from fleet.validate.document import dump
-from fleet.validate.toolchain import Toolchain, find_toolchain, init, required_providers, resource_schemas, terraform
+from components.aws.validate.convert import Conversion, Skipped, convert
+from components.aws.validate.document import dump
+from components.aws.validate.toolchain import (
+    Toolchain,
+    find_toolchain,
+    init,
+    required_providers,
+    resource_schemas,
+    terraform,
+)
 
 CONFIG_FILE = "main.tf.json"
 
@@ -103,7 +110,7 @@ def check(records: list[dict[str, Any]], region: str, toolchain: Toolchain | Non
         report = Report(toolchain.provider_version, skipped=conversion.skipped,
                         resources=sum(len(named) for named in conversion.resources.values()))
         report.findings += [Finding("convert", "error", resource, where, "no known stand-in for this reference",
-                                    f"{value} (add its resource type to fleet/validate/standins.py)")
+                                    f"{value} (add its resource type to components/aws/validate/standins.py)")
                             for resource, where, value in conversion.unresolved]
         locator = _Locator(conversion, lines)
         validated = terraform(toolchain, workdir, "validate", "-json", "-no-color")

@@ -14,6 +14,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from components.errors import ToolchainMissing
+
 PROVIDER_SOURCE = "registry.terraform.io/hashicorp/aws"
 DEFAULT_MIRROR = Path("/opt/tf-plugins")
 MIRROR_ENV, TERRAFORM_ENV, CACHE_ENV = "GPUFLEET_TF_MIRROR", "GPUFLEET_TERRAFORM", "GPUFLEET_TF_CACHE"
@@ -24,10 +26,6 @@ CLI_CONFIG = """provider_installation {{
   }}
 }}
 """
-
-
-class ToolchainMissing(Exception):
-    """Terraform or the AWS provider is not installed where the check looks: the message says what to install."""
 
 
 @dataclass(frozen=True)

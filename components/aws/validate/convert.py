@@ -14,7 +14,7 @@ from typing import Any
 
 import pulumi
 
-from fleet.validate.standins import mock_arn, mock_id, standins
+from components.aws.validate.standins import mock_arn, mock_id, standins
 
 # pulumi-aws maps most tokens by rule; these it names by hand (pulumi-aws provider/resources.go).
 RENAMED_TYPES = {"aws:s3/bucketObjectv2:BucketObjectv2": "aws_s3_object"}
