@@ -104,6 +104,7 @@ class NodeBootstrap:
     api_client: tuple[str, ...] = ()
     # Launched by the cloud's scaling group (its unhealthy path applies); False: an instance the stack declares
     in_scaling_group: bool = False
+    registry_mirror: str = ""  # the Docker Hub mirror the monitor's containers come through; "" = Docker Hub
     # Failure budget: gate failures with these reason prefixes are permanent (no replacement fixes them); once more
     # than `failure_budget` nodes recorded the same one under `failure_uri`, a failing node stops asking for a new one.
     permanent_failures: tuple[str, ...] = ()
@@ -185,6 +186,7 @@ def node_env(node: NodeBootstrap) -> str:
         "pip_packages": node.pip_packages,
         "tools": (STORE_CLIENT, *node.api_client),
         "in_scaling_group": node.in_scaling_group,
+        "registry_mirror": node.registry_mirror,
         "local": node.local,
         **{f"{name}_image": image for name, image in IMAGES.items()},
     }

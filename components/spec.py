@@ -26,6 +26,7 @@ from components.stackfile import CLUSTER_KEY
 Cloud = Literal[tuple(CLOUDS)]
 FabricChoice = Literal["auto", "efa", "erdma", "rdma", "tcp"]
 SpotStrategy = Literal["price-capacity-optimized", "capacity-optimized", "lowest-price"]
+_MIRROR = re.compile(r"^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._/-]*)?$")
 _PORT_RANGE = re.compile(r"^\s*(\d{1,5})\s*-\s*(\d{1,5})\s*$")
 
 
@@ -93,11 +94,21 @@ class Network(_Model):
     rendezvous_port: int = Field(29400, ge=1024, le=65535, description="torchrun c10d rendezvous port on the head.")
     anti_affinity: bool = Field(False, description="Spread nodes over hosts or racks (a spread placement group), "
                                 "where the cloud can; refused with the reason where it cannot.")
+    registry_mirror: str | None = Field(
+        None, description="Docker Hub mirror (an https:// URL) the nodes pull the monitoring containers through; "
+                          "unset: the cloud's own in-VPC mirror where it has one, else Docker Hub.")
 
     @field_validator("vpc_cidr")
     @classmethod
     def _cidr(cls, value: str) -> str:
         return normalised_vpc_cidr(value)
+
+    @field_validator("registry_mirror")
+    @classmethod
+    def _mirror(cls, value: str | None) -> str | None:
+        if value is not None and not _MIRROR.match(value):
+            raise ValueError(f"{value!r} is not a registry URL like \"https://<id>.mirror.aliyuncs.com\"")
+        return value
 
     @field_validator("nccl_port_range")
     @classmethod

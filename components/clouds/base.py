@@ -111,6 +111,8 @@ class CloudProfile:
     nat_egress: bool = True  # nodes leave through a NAT gateway (the local cluster has none)
     # Egress the cloud's own services need where its security groups deny what no rule allows (DNS, NTP).
     service_egress: tuple[FirewallRule, ...] = ()
+    # The Docker Hub mirror its nodes reach inside the cloud (the monitoring containers' pulls), "" = Docker Hub.
+    registry_mirror: str = ""
     # The nodes are processes on this machine (local mode: no driver install, the host's Python, paths under a node
     # root), and NCCL/gloo settings such nodes need besides the fabric's.
     runs_here: bool = False

@@ -180,4 +180,5 @@ TENCENTCLOUD = CloudProfile(
     worker_groups=worker_groups,
     rules=(international_spot, spot_price, hcc, bucket_name),
     service_egress=SERVICE_EGRESS,
+    registry_mirror="https://mirror.ccs.tencentyun.com",  # docs/cloud-facts.md#tencent-registry-mirror
 )

@@ -34,6 +34,7 @@ class NetworkPlan:
     head_address: str
     mtu: int
     nat: bool  # nodes reach the internet through a NAT gateway in the public subnet (no NAT on the local cluster)
+    registry_mirror: str = ""  # the Docker Hub mirror nodes pull containers through: the stack's, else the cloud's
 
     def node_addresses(self, count: int) -> tuple[str, ...]:
         """Fixed addresses for clouds that do not hand them out (the local cluster): head first."""

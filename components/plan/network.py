@@ -10,7 +10,7 @@ from components.plan.model import NetworkPlan, Subnet
 HEAD_HOST = 10
 
 
-def plan_network(vpc_cidr: str, mtu: int, nat: bool) -> NetworkPlan:
+def plan_network(vpc_cidr: str, mtu: int, nat: bool, registry_mirror: str = "") -> NetworkPlan:
     """First half of the VPC for nodes, the start of the second half (a /24 at most) for the NAT gateway."""
     vpc = ipaddress.IPv4Network(vpc_cidr)
     private, public = node_subnets(vpc)
@@ -21,6 +21,7 @@ def plan_network(vpc_cidr: str, mtu: int, nat: bool) -> NetworkPlan:
         head_address=str(private.network_address + HEAD_HOST),
         mtu=mtu,
         nat=nat,
+        registry_mirror=registry_mirror,
     )
 
 

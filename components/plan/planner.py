@@ -115,7 +115,8 @@ def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None) -> Clu
     row = catalog.lookup(spec.cloud, spec.instance_type)
     name = spec.name or stack
     fabric = plan_fabric(spec.network.fabric, row, cloud.nccl_env)
-    network = plan_network(spec.network.vpc_cidr, cloud.mtu[fabric.kind], cloud.nat_egress)
+    network = plan_network(spec.network.vpc_cidr, cloud.mtu[fabric.kind], cloud.nat_egress,
+                           spec.network.registry_mirror or cloud.registry_mirror)
     market = _market(spec, cloud)
     scaling = ScalingPlan(nodes_min=spec.counts.min, nodes_desired=spec.counts.desired, nodes_max=spec.counts.max,
                           gpu_util_target=spec.autoscaling.gpu_util_target)

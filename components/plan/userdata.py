@@ -61,6 +61,7 @@ def role_user_data(cloud: CloudProfile, row: InstanceType, *, role: str, name: s
         metadata_url=cloud.metadata_url,
         imds_token_url=cloud.imds_token_url, health_config=health_config(row, gate),
         imds_token_header=cloud.imds_token_header, api_client=cloud.api_client, in_scaling_group=in_scaling_group,
+        registry_mirror=network.registry_mirror,
         driver_version=software.driver,
         cuda_version=software.cuda, driver_min_branch=software.driver_min_branch,
         software_json="" if cloud.runs_here else software.to_json(), plain_image=not image.has_drivers,

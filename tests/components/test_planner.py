@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ipaddress
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from components import catalog
 from components.bundle import bundle_bytes, bundle_sha256
+from components.local.cloudconfig import document
 from components.plan.cost import plan_cost
 from components.plan.fabric import plan_fabric
 from components.plan.firewall import plan_firewall
@@ -131,3 +134,29 @@ def test_cloud_nodes_get_the_job_packages_local_nodes_use_the_host(write_stack, 
     assert "torch==2.13.0" in plan_of(write_stack, aws_cluster).worker.user_data
     local = spec_and_plan(load_stack_file(ROOT / "stacks" / "Pulumi.local.yaml"))[1]
     assert "torch==2.13.0" not in local.worker.user_data
+
+
+def _settings(plan, role: str = "worker") -> str:
+    return next(f["content"] for f in document(getattr(plan, role).user_data)["write_files"]
+                if f["path"] == "/etc/gpufleet/node.env")
+
+
+def test_the_registry_mirror_is_the_stacks_else_the_clouds(write_stack, aws_cluster):
+    tencent = spec_and_plan(load_stack_file(ROOT / "stacks" / "Pulumi.tencent-spot.yaml"))[1]
+    assert tencent.network.registry_mirror == "https://mirror.ccs.tencentyun.com"
+    assert "GF_REGISTRY_MIRROR='https://mirror.ccs.tencentyun.com'" in _settings(tencent)
+    aws = plan_of(write_stack, aws_cluster)
+    assert aws.network.registry_mirror == "" and "GF_REGISTRY_MIRROR=''" in _settings(aws, "head")
+    aws_cluster["network"] = {"registryMirror": "https://mirror.example.internal:5000"}
+    assert plan_of(write_stack, aws_cluster).network.registry_mirror == "https://mirror.example.internal:5000"
+
+
+@pytest.mark.parametrize("mirror", ["http://mirror.example.internal", "mirror.example.internal", "https://a b"])
+def test_a_registry_mirror_that_is_not_an_https_url_is_refused_with_the_field(tmp_path, write_stack, aws_cluster,
+                                                                              mirror):
+    aws_cluster["network"] = {"registryMirror": mirror}
+    stack = write_stack(aws_cluster)
+    result = subprocess.run([sys.executable, "-m", "fleet", "plan", "--stack-file", str(stack)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "gpufleet:cluster.network.registryMirror" in result.stderr and "https://" in result.stderr
