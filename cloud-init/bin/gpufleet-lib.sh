@@ -21,12 +21,6 @@ export PATH
 export CKPT CODE
 mkdir -p "$STATE" "$RUN"
 
-# A node the cluster acceptance named, or whose gate failed, exits gpufleet-train with this status: its unit's
-# RestartPreventExitStatus= keeps it out of the job until the group replaces it (or a reboot clears $RUN). Distinct
-# from torchrun's 1, the shell's 126/127 and the AWS CLI's 2, 130 and 252-255.
-# shellcheck disable=SC2034 # read by the scripts that source this file
-EXIT_NODE_OUT=3
-
 log() { printf '%s gpufleet %s: %s\n' "$(date -u +%FT%TZ)" "${0##*/}" "$*" >&2; }
 fail() { log "FATAL: $*"; printf '%s\n' "$*" > "$RUN/failure"; }
 die() { fail "$@"; exit 1; }
