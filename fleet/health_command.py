@@ -136,13 +136,20 @@ def _age(result: dict | None, now: float) -> str:
     return f"{seconds:.0f} s ago" if seconds < 120 else f"{seconds / 60:.0f} min ago"
 
 
+def failed_rows(result: dict | None) -> list[dict]:
+    """The rows that failed this node: the ok=false rows of a result whose verdict failed. A passing acceptance
+    still holds the rows of the node it named and of that node's pairs (the acceptance is judged per node); those
+    belong to the named node's line, and every row to the --checks table."""
+    return [r for r in result["checks"] if not r["ok"]] if result and not result.get("ok") else []
+
+
 def summary(title: str, nodes: list[dict], now: float) -> Table:
     table = Table(title=title)
     for column in ("node", "gate", "ran", "took", "acceptance", "failed checks"):
         table.add_column(column)
     for node in nodes:
         gate, accept = node["gate"], node["acceptance"]
-        failed = [_row_text(r) for kind in (gate, accept) if kind for r in kind["checks"] if not r["ok"]]
+        failed = [_row_text(r) for result in (gate, accept) for r in failed_rows(result)]
         took = f"{gate['duration_s']:.0f} s" if gate and "duration_s" in gate else "-"
         table.add_row(node["node"], _verdict(gate), _age(gate, now), took, _verdict(accept), "\n".join(failed))
     return table

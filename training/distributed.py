@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import torch
@@ -126,8 +127,19 @@ def _shared_store() -> dist.Store | None:
 def _job_store(rank: int, world_size: int) -> dist.Store:
     """What env:// would build: rank 0 hosts a fresh TCPStore at the MASTER_ADDR:MASTER_PORT its agent published for
     this rendezvous round, so no round sees an earlier round's keys, whichever nodes joined when. Built here so the
-    preflight can use it before the process group forms."""
-    return dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world_size, is_master=rank == 0)
+    preflight can use it before the process group forms. Its timeout is the preflight's JOIN_WAIT_S (torch's is 300
+    s): a rank 0 that left after the round formed, or a rank that never connects to it, fails the round by name."""
+    address, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    try:
+        return dist.TCPStore(address, port, world_size, is_master=rank == 0,
+                             timeout=timedelta(seconds=preflight.JOIN_WAIT_S))
+    except dist.DistError as error:
+        what = (f"rank 0's store at {address}:{port} did not answer" if rank else
+                f"not all {world_size} ranks reached this rank's store at {address}:{port}")
+        raise preflight.MissingPeers(
+            f"gpufleet preflight: {what} within {preflight.JOIN_WAIT_S:.0f} s (a node left after the rendezvous round "
+            "formed: named by the cluster acceptance, or lost); this round fails so the nodes left re-form the job "
+            f"({str(error).splitlines()[0]})") from None
 
 
 def setup(device_choice: str = "auto") -> Dist:

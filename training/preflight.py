@@ -13,10 +13,32 @@ from __future__ import annotations
 import json
 import socket
 import time
+from datetime import timedelta
 
 PREFIX = "gpufleet/preflight"
 CONNECT_TIMEOUT_S = 3.0
 READ_WAIT_S = 30.0
+JOIN_WAIT_S = 120.0
+"""How long a node waits for the other nodes of its rendezvous round to reach the job's store. A node that left after
+the round formed (the cluster acceptance named it and stopped its agent, or it was lost) then fails the round in this
+time, by name, where the store's own timeout is 300 s; their agents re-form the world without it."""
+
+
+class MissingPeers(RuntimeError):
+    """Nodes of this rendezvous round did not reach the job's store within JOIN_WAIT_S; the message names them."""
+
+
+def wait_for_nodes(store, keys: list[str], what: str) -> None:
+    """``store.wait(keys)``, bounded by JOIN_WAIT_S; MissingPeers naming the nodes whose key never came (key i is
+    node i's)."""
+    try:
+        store.wait(keys, timedelta(seconds=JOIN_WAIT_S))
+    except RuntimeError:  # torch's DistStoreError: the wait timed out
+        missing = [key.rsplit("/", 1)[1] for key in keys if not store.check([key])]
+        nodes = f"node{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+        raise MissingPeers(f"gpufleet preflight: {nodes} of this rendezvous round did not {what} within "
+                           f"{JOIN_WAIT_S:.0f} s (left after the round formed: named by the cluster acceptance, or "
+                           "lost); this round fails so the nodes left re-form the job") from None
 
 
 class UnreachablePeers(RuntimeError):
@@ -46,9 +68,9 @@ def _why(error: OSError) -> str:
 def _probe(store, node: int, nodes: int, address: str) -> list[dict]:
     """Connect to every other node's published listener; the failures."""
     failures = []
-    for other in range(nodes):
-        if other == node:
-            continue
+    others = [other for other in range(nodes) if other != node]
+    wait_for_nodes(store, [f"{PREFIX}/addr/{other}" for other in others], "publish its listener")
+    for other in others:
         target = store.get(f"{PREFIX}/addr/{other}").decode()
         host, port = target.rsplit(":", 1)
         try:
@@ -74,9 +96,9 @@ def check_node_mesh(store, node: int, nodes: int, leader: bool, master_addr: str
             address = local_address(master_addr)
             store.set(f"{PREFIX}/addr/{node}", f"{address}:{listener.getsockname()[1]}")
             store.set(results[node], json.dumps(_probe(store, node, nodes, address)))
-            store.wait(results)  # listen until every node has probed this one
+            wait_for_nodes(store, results, "finish its probes")  # listen until every node has probed this one
     else:
-        store.wait(results)
+        wait_for_nodes(store, results, "finish its probes")
     failures = [failure for key in results for failure in json.loads(store.get(key))]
     if failures and ranks:
         store.add(f"{PREFIX}/read", 1)  # this rank's last use of the store

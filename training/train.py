@@ -45,7 +45,7 @@ from training.data import MicroBatch, ShardedBatches, TokenFileError, open_sourc
 from training.distributed import Dist, setup
 from training.metrics import MetricsWriter, mfu, peak_tflops
 from training.model import GPT, Fused, select_attention_backend
-from training.preflight import UnreachablePeers
+from training.preflight import MissingPeers, UnreachablePeers
 from training.schedule import learning_rate
 
 # EX_TEMPFAIL: stopped with a checkpoint because another node is leaving; torchrun restarts this rank to go on.
@@ -462,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         d = _world(cfg)
-    except UnreachablePeers as err:
+    except (UnreachablePeers, MissingPeers) as err:
         if os.environ.get("LOCAL_RANK", "0") == "0":
             print(f"error: {err}", file=sys.stderr)
         return 1

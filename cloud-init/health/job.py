@@ -45,13 +45,17 @@ def _node_dirs() -> tuple[Path, Path, Path]:
     return Path(state), Path(os.environ.get("RUN", root / "run/gpufleet")), Path(os.environ.get("BIN", root / "bin"))
 
 
+def _stop_agent() -> None:
+    if "TORCHELASTIC_RUN_ID" in os.environ:
+        os.kill(os.getppid(), signal.SIGTERM)
+
+
 def _leave(report: Report, run_dir: Path, bin_dir: Path) -> None:
     """This node was named: report it through the node's own path, then stop its torchrun agent."""
     reporter = bin_dir / "gpufleet-report"
     if reporter.exists():
         subprocess.run([str(reporter), report.reason()], check=False, timeout=120)
-    if "TORCHELASTIC_RUN_ID" in os.environ:
-        os.kill(os.getppid(), signal.SIGTERM)
+    _stop_agent()
 
 
 def settle(report: Report, local_rank: int) -> None:
@@ -69,6 +73,13 @@ def accepted_world(setup: Callable[[str], Dist], device: str, bucket_mb: int) ->
     names the node and port) after this node's report otherwise."""
     started = time.time()
     plan = plan_for(Path(os.environ["GF_HEALTH_CONFIG"]), bucket_mb)
+    named = _node_dirs()[1] / "acceptance-reason"
+    if named.is_file() and named.read_text().strip():
+        # Named in an earlier round, and its agent restarted its workers (the others' new round asked it to) before
+        # the stop reached it: leave again without joining, or the round would wait on it and name it once more.
+        _stop_agent()
+        raise NodeFailed(f"this node was named by the cluster acceptance ({named.read_text().strip()}) and stays "
+                         "out of the job", [])
     try:
         d = setup(device)
     except preflight.UnreachablePeers as error:
@@ -78,10 +89,10 @@ def accepted_world(setup: Callable[[str], Dist], device: str, bucket_mb: int) ->
         raise
     report = accept(d, plan)
     settle(report, d.local_rank)
-    named = sorted({c.subject for c in report.failed if c.check == "acceptance-node"})
-    if named or not report.ok:
+    culprits = sorted({c.subject for c in report.failed if c.check == "acceptance-node"})
+    if culprits or not report.ok:
         d.close()
-        who = "this node" if not report.ok else ", ".join(named)
+        who = "this node" if not report.ok else ", ".join(culprits)
         raise NodeFailed(f"the cluster acceptance named {who} ({report.reason() or report.failed[0].subject}): "
                          "the job re-forms without it", [])
     return d

@@ -154,6 +154,27 @@ def test_train_pulls_the_checkpoint_and_runs_the_plans_command(local_node, tmp_p
     assert not (root / "ckpt/runs/another-node").exists(), "a node pushes only its own metrics"
 
 
+def _unit_settings(name: str) -> dict[str, str]:
+    """KEY=value lines of a shipped systemd unit (a repeated key keeps its last value)."""
+    lines = (PROJECT_ROOT / "cloud-init/systemd" / name).read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+
+
+@pytest.mark.parametrize("named_by", ["acceptance-reason", "health-reason"])
+def test_a_named_node_reports_itself_and_exits_with_the_status_its_unit_does_not_restart(local_node, tmp_path,
+                                                                                        named_by):
+    root, entry, env, _ = local_node()
+    (root / "run/gpufleet" / named_by).write_text("acceptance-node:node2=1.2:min=4.5\n")
+    result = run([entry.parent / "gpufleet-train"], root, env)
+    unit = _unit_settings("gpufleet-train.service")
+    assert unit["Restart"] == "on-failure" and result.returncode != 0
+    assert str(result.returncode) in unit.get("RestartPreventExitStatus", "").split(), (
+        f"exit {result.returncode} would restart the unit every {unit['RestartSec']} s")
+    assert (root / "var/lib/gpufleet/metrics/health.prom").read_text() == \
+        'gpufleet_node_healthy{reason="acceptance-node:node2=1.2:min=4.5"} 0\n'
+    assert not (tmp_path / "test/args").exists(), "torchrun must not start on a named node"
+
+
 def test_install_puts_the_bundled_scripts_beside_the_user_data_ones(local_node):
     root, entry, env, _ = local_node(installed=False)
     bin_dir = root / "opt/gpufleet/bin"

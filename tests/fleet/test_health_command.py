@@ -16,7 +16,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cloud-init"))
 
-from health.result import Check, Report, prometheus, write
+from health.result import Check, Report, judge, prometheus, write
 
 from components.local import layout
 from fleet.cli import main
@@ -34,10 +34,10 @@ def wide_terminal(monkeypatch):
     monkeypatch.setenv("COLUMNS", "250")
 
 
-def local_stack(tmp_path: Path, monkeypatch) -> tuple[Path, layout.Layout]:
+def local_stack(tmp_path: Path, monkeypatch, nodes: int = 2) -> tuple[Path, layout.Layout]:
     monkeypatch.setattr(layout, "STATE_ROOT", tmp_path / "state")
     path = tmp_path / "Pulumi.health-local.yaml"
-    body = {"cloud": "local", "instanceType": "cpu", "nodes": 2, "network": {"vpcCidr": "10.81.0.0/24"}}
+    body = {"cloud": "local", "instanceType": "cpu", "nodes": nodes, "network": {"vpcCidr": "10.81.0.0/24"}}
     path.write_text(yaml.safe_dump({"config": {"gpufleet:cluster": body}}))
     from fleet.stacks import resolve, spec_and_plan
 
@@ -76,6 +76,38 @@ def test_local_nodes_show_their_last_gate_and_acceptance(tmp_path, monkeypatch, 
     assert re.search(r"head\s+│ ok", out) and re.search(r"worker-1\s+│ FAILED", out)
     _, every, _ = _fleet(capsys, "--stack-file", str(path), "--checks")
     assert "head: every check" in every and "pcie-width" in every and "dcgmi is not installed" in every
+
+
+def _acceptance(me: int, slow: int, nodes: int) -> Report:
+    """Node ``me``'s acceptance of ``nodes`` nodes of which ``slow`` is slow: the world without a baseline (reported,
+    not judged), every ring pair and every node's best pair against the limit."""
+    figure = {n: 1.0 if n == slow else 10.0 for n in range(nodes)}
+    rows = [judge("acceptance-world", "world", 3.0, "GB/s", None, ">=", "busbw over 3 nodes")]
+    rows += [judge("acceptance-pair", f"node{a}+node{(a + 1) % nodes}", min(figure[a], figure[(a + 1) % nodes]),
+                   "GB/s", 5.0) for a in range(nodes)]
+    rows += [judge("acceptance-node", f"node{n}", figure[n], "GB/s", 5.0, ">=", "best pair") for n in range(nodes)]
+    return Report("acceptance", f"node{me}", "light", me != slow, 1.7e9, 9.0, rows)
+
+
+def test_failed_checks_lists_only_the_rows_that_failed_that_node(tmp_path, monkeypatch, capsys):
+    path, lay = local_stack(tmp_path, monkeypatch, nodes=3)
+    for rank, node in enumerate(lay.nodes):
+        write(Report("gate", node.name, "light", True, 1.7e9, 40.0, HEALTHY), node.root / RESULTS / "gate.json", None,
+              None)
+        write(_acceptance(rank, 2, 3), node.root / RESULTS / "acceptance.json", None, None)
+    code, out, _ = _fleet(capsys, "--stack-file", str(path))
+    cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in out.splitlines() if "│" in line]
+    failed = {row[0]: row[-1] for row in cells if row[0]}
+    assert code == 1
+    assert failed["head"] == "" and failed["worker-1"] == "", (
+        "a node the acceptance passed has nothing under failed checks, not the named node's rows")
+    named = out.split("worker-2", 1)[1]
+    assert "acceptance-node node2: 1 GB/s (needs >= 5)" in named and "acceptance-pair node1+node2" in named
+    assert "acceptance-world" not in out and "acceptance-node node0" not in out and "matmul" not in out, (
+        "rows with no threshold or that passed are not failures")
+    _, every, _ = _fleet(capsys, "--stack-file", str(path), "--checks")
+    tables = every.split("head: every check", 1)[1]
+    assert tables.count("acceptance-world") == 3 and tables.count("acceptance-pair") == 9, "every row in the tables"
 
 
 def test_a_cluster_whose_nodes_all_passed_exits_0(tmp_path, monkeypatch, capsys):

@@ -5,12 +5,13 @@ import json
 import os
 import shutil
 import signal
+import socket
 import time
 
 import pytest
 from train_helpers import assert_same_params, final_params, start_ranks, summary, train, wait_ranks
 
-from training import checkpoint
+from training import checkpoint, distributed, preflight
 
 EXACT = ["--dtype", "fp64", "--global-batch", "7", "--checkpoint-every", "0", "--eval-sequences", "4"]
 
@@ -93,3 +94,20 @@ def test_sigusr1_on_one_rank_checkpoints_and_every_rank_exits_with_its_code(tmp_
     assert stopped["stopped_by_signal"] and stopped["signal"] is None  # rank 0 was not the one signalled
     assert stopped["checkpoints_written"] == [stopped["steps_completed"]]
     assert checkpoint.verify(checkpoint.step_path(tmp_path / "checkpoints", stopped["steps_completed"])) is None
+
+
+def test_a_rank_0_that_left_after_the_round_formed_fails_the_others_by_address_within_the_bound(monkeypatch):
+    """The job's store is rank 0's: a rank 0 whose node the acceptance named (its agent stopped) or that was lost
+    leaves the others a refused port, which they report within the preflight's bound, not torch's 300 s."""
+    with socket.socket() as bound:  # bound, not listening: nothing will ever answer there
+        bound.bind(("127.0.0.1", 0))
+        port = bound.getsockname()[1]
+        monkeypatch.setattr(preflight, "JOIN_WAIT_S", 1.0)
+        for key, value in {"RANK": "1", "GROUP_RANK": "1", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "1",
+                           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}.items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.delenv("TORCHELASTIC_USE_AGENT_STORE", raising=False)
+        started = time.monotonic()
+        with pytest.raises(preflight.MissingPeers, match=f"rank 0's store at 127.0.0.1:{port} did not answer"):
+            distributed.setup("cpu")
+    assert time.monotonic() - started < 15

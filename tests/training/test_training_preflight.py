@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 
 import pytest
 import torch.distributed as dist
 
-from training.preflight import PREFIX, UnreachablePeers, check_node_mesh
+from training import preflight
+from training.preflight import PREFIX, MissingPeers, UnreachablePeers, check_node_mesh
 
 
 @pytest.fixture
@@ -43,6 +45,23 @@ def test_an_unreachable_node_is_named_with_its_address_and_port_on_every_rank(st
     message = str(leader.value)
     assert f"node 0 (127.0.0.1) -> node 1 at 127.0.0.1:{port}: refused" in message
     assert "ncclPortRange" in message and str(other_rank.value) == message
+
+
+@pytest.mark.parametrize("leader", [True, False])
+def test_a_node_that_left_after_the_round_formed_fails_the_round_by_name_within_the_bound(store, monkeypatch,
+                                                                                         leader):
+    """Node 2 never comes (the acceptance named it and stopped its agent): the others fail in JOIN_WAIT_S, naming
+    it, instead of waiting the store's 300 s."""
+    monkeypatch.setattr(preflight, "JOIN_WAIT_S", 1.0)
+    if not leader:
+        store.set(f"{PREFIX}/result/0", json.dumps([]))  # this node's leader has probed
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        _node_one(store, listener.getsockname()[1])
+        started = time.monotonic()
+        with pytest.raises(MissingPeers) as missing:
+            check_node_mesh(store, 0, 3, leader, "127.0.0.1")
+    assert time.monotonic() - started < 10
+    assert "node 2 of this rendezvous round did not" in str(missing.value) and "within 1 s" in str(missing.value)
 
 
 def test_one_node_checks_nothing():
