@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import os
 import re
-import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).parents[2]
@@ -17,10 +17,23 @@ def anchors() -> set[str]:
     return {re.sub(r"[^a-z0-9 -]", "", heading.lower()).replace(" ", "-") for heading in headings}
 
 
+# Not the project's files: environments, caches, build output (a walk, not `git ls-files`, so that a copy of the tree
+# without git, as a mutation run makes, reads the same files).
+SKIPPED = {".git", ".venv", "build", "mutants", "node_modules", "__pycache__", ".pytest_cache", ".ruff_cache",
+           "gpufleet.egg-info", "runs", ".gpufleet"}
+
+
+def project_files() -> list[str]:
+    files = []
+    for folder, subfolders, names in os.walk(ROOT):
+        subfolders[:] = [name for name in subfolders if name not in SKIPPED]
+        files += [str((Path(folder) / name).relative_to(ROOT)) for name in names]
+    return files
+
+
 def cited() -> dict[str, set[str]]:
-    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
     found: dict[str, set[str]] = {}
-    for name in files:
+    for name in project_files():
         path = ROOT / name
         if path.suffix in {".py", ".yaml", ".md", ".sh", ".j2", ""} and path.is_file():
             for anchor in CITATION.findall(path.read_text(encoding="utf-8", errors="replace")):
