@@ -19,8 +19,9 @@ def _root_is_a_mount() -> bool:
         return any(line.split()[4] == "/" for line in mounts)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def needs_root() -> None:
+    """Session-scoped so that it runs, and skips, before the modules' own fixtures boot anything."""
     missing = [tool for tool in TOOLS if not shutil.which(tool)]
     if os.geteuid() != 0 or missing:
         tools = f" and {', '.join(missing)} (scripts/setup installs them as root)" if missing else ""
