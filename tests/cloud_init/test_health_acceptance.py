@@ -29,6 +29,8 @@ from health.acceptance import (  # noqa: E402
 )
 from health.thresholds import PAIR_PEER_FRACTION  # noqa: E402
 
+from components.local.network import inside  # noqa: E402
+
 pytest.importorskip("torch")
 PYTHONPATH = f"{ROOT / 'cloud-init'}:{ROOT}"
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces, tc and nftables")
@@ -179,7 +181,7 @@ class Namespaces:
         for node in self.lay.nodes:
             env = ["env", "-i", f"PATH={Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin",
                    f"PYTHONPATH={PYTHONPATH}", "GLOO_SOCKET_IFNAME=eth0", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"]
-            cmd = ["ip", "netns", "exec", node.namespace, *env, sys.executable, "-m", "torch.distributed.run",
+            cmd = [*inside(node.namespace, *env), sys.executable, "-m", "torch.distributed.run",
                    f"--nnodes={len(self.lay.nodes)}", "--nproc-per-node=1", "--rdzv-backend=c10d",
                    f"--rdzv-endpoint={head}:29400", "--rdzv-id=acceptance",
                    f"--rdzv-conf=is_host={int(node.role == 'head')}", f"--local-addr={node.address}",
@@ -219,8 +221,8 @@ def _named_addresses(reports: dict[str, dict]) -> set[str]:
 def test_a_node_whose_link_is_slowed_is_named_within_a_minute(namespaces):
     cluster = namespaces(4)
     slow = cluster.lay.nodes[2]
-    subprocess.run(["ip", "netns", "exec", slow.namespace, "tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate",
-                    "20mbit", "burst", "32kbit", "latency", "100ms"], check=True)
+    subprocess.run(inside(slow.namespace, "tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", "20mbit", "burst",
+                          "32kbit", "latency", "100ms"), check=True)
     reports = cluster.run("--bucket-mb", "1")
     assert _named_addresses(reports) == {slow.address}
     report = reports[slow.address]
@@ -242,9 +244,8 @@ def test_a_node_whose_collective_ports_are_closed_is_named(namespaces):
     rules = firewall.ruleset(cluster.plan.firewall, cluster.lay.members)
     for node in cluster.lay.nodes:
         firewall.apply(node.namespace, rules)
-    low, high = (int(p) for p in subprocess.run(["ip", "netns", "exec", closed.namespace, "sysctl", "-n",
-                                                 "net.ipv4.ip_local_port_range"], capture_output=True, text=True,
-                                                check=True).stdout.split())
+    ports = inside(closed.namespace, "sysctl", "-n", "net.ipv4.ip_local_port_range")
+    low, high = (int(p) for p in subprocess.run(ports, capture_output=True, text=True, check=True).stdout.split())
     firewall.close_ports(closed.namespace, low, high)
     reports = cluster.run("--bucket-mb", "1")
     assert _named_addresses(reports) == {closed.address}
