@@ -8,6 +8,7 @@ outputs a provider computes that a realizer reads with the values its realizer m
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 import runpy
@@ -141,10 +142,21 @@ def _mock_runtime(stack: StackFile) -> _RecordingMonitor:
     """A fresh mock runtime for one stack, with its config; a new root stack, or exports of an earlier run in this
     process would leak into this one."""
     monitor = _RecordingMonitor(_Mocks())
+    _fresh_event_loop()
     pulumi.runtime.settings.set_root_resource(None)
     pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack.name, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config(stack.engine_config())
     return monitor
+
+
+def _fresh_event_loop() -> None:
+    """`pulumi.runtime.test` runs the program on the current event loop. A loop made before fork() (a test runner's
+    worker, mutmut's) shares its epoll instance with the parent and never wakes, so a run in a forked child hangs:
+    each run gets its own loop."""
+    previous = asyncio.get_event_loop_policy().get_event_loop()
+    asyncio.set_event_loop(asyncio.new_event_loop())
+    if not previous.is_running():
+        previous.close()
 
 
 def stand_in_facts(stack: StackFile, spec: ClusterSpec) -> DeployFacts:
