@@ -25,6 +25,9 @@ LOOPBACK = "127.0.0.1"
 POLL_S = 0.2
 # The local stand-in for the cloud's two-minute warning: a node that saw its notice is terminated this long after.
 SPOT_WARNING_S = 15.0
+# Once one node reports peers it cannot reach, the others get this long to write their own acceptance verdicts
+# before the cluster comes down, so that `fleet health` shows every node's.
+VERDICTS_GRACE_S = 10.0
 
 
 class Reporter(Protocol):
@@ -51,6 +54,7 @@ class _Run:
     namespaced: bool
     metadata_address: str
     started: float = field(default_factory=time.time)
+    unreachable_since: float | None = None
     events: list[str] = field(default_factory=list)
 
 
@@ -269,10 +273,15 @@ def _event(run: _Run, report: Reporter, text: str) -> None:
 
 def _raise_if_unreachable(run: _Run) -> None:
     """Fail as soon as the job's preflight finds nodes that cannot reach each other (a worker's firewall closing the
-    collectives' ports, which the health gate cannot see from that worker), naming the nodes behind the addresses."""
+    collectives' ports, which the health gate cannot see from that worker), naming the nodes behind the addresses,
+    once every node wrote its acceptance verdict or VERDICTS_GRACE_S passed."""
     for node in run.lay.nodes:
         report = progress.unreachable_peers(node)
         if report:
+            run.unreachable_since = run.unreachable_since or time.time()
+            pending = not all(progress.has_acceptance(n) for n in run.lay.nodes)
+            if pending and time.time() - run.unreachable_since < VERDICTS_GRACE_S:
+                return
             names = ", ".join(f"{n.name} = {n.address}" for n in run.lay.nodes)
             raise LocalError(f"the nodes cannot form the job ({names}):\n{report.removeprefix('error: ')}")
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from components.local.layout import Layout, Node
 
 RUN = "run/gpufleet"
+ACCEPTANCE = "var/lib/gpufleet/health/acceptance.json"
 METRICS = "var/lib/gpufleet/checkpoints/runs"
 CHECKPOINT_DIR = "step_"
 
@@ -67,6 +68,11 @@ def named_by_acceptance(node: Node) -> str | None:
     """The reason the cluster acceptance named this node (cloud-init/health/job.py wrote it), if it did."""
     path = node.root / RUN / "acceptance-reason"
     return path.read_text().strip() if path.is_file() else None
+
+
+def has_acceptance(node: Node) -> bool:
+    """Whether the node's cluster acceptance wrote its verdict (cloud-init/health/acceptance.py)."""
+    return (node.root / ACCEPTANCE).is_file()
 
 
 def left_on_notice(node: Node) -> bool:
