@@ -46,9 +46,10 @@ def _resource_policy(rule: ResourceRule) -> ResourceValidationPolicy:
 
 
 def stack_resources(args: StackValidationArgs) -> list[Resource]:
-    """The stack's resources in the shape `fleet plan` records."""
+    """The stack's resources in the shape `fleet plan` records. A custom resource is one the engine names a provider
+    for; a component has none, and its type token (`gpufleet:aws:Cluster`) looks like any provider's."""
     return [{"type": r.resource_type, "name": r.name, "parent": r.parent.name if r.parent else None,
-             "inputs": plain(r.props), "options": {"custom": r.resource_type.count(":") == 2}}
+             "inputs": plain(r.props), "options": {"custom": r.provider is not None}}
             for r in args.resources]
 
 

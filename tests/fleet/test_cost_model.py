@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from datetime import date
 
 import pytest
 
+from components.catalog import catalog
 from components.clouds import CLOUDS
 from components.plan.cost import HOURS_PER_MONTH, Assumptions, estimate, is_stale, price_age_days, same_gpus
 
@@ -46,3 +48,17 @@ def test_same_gpus_sizes_each_type_and_puts_unpriced_last():
     priced = [o.estimate.spot_mix is not None for o in options]
     assert priced == sorted(priced, reverse=True) and priced[0]
     assert options[0].instance.name == "p4d.24xlarge"
+
+
+def test_same_gpus_offers_every_type_of_the_model_at_its_fewest_nodes_with_its_price_source():
+    clouds = [CLOUDS[c] for c in ("local", "aws", "alicloud", "tencentcloud")]  # local has no catalog: skipped
+    options = same_gpus("A100", 32, 0.5, clouds, {})
+    expected = {(c.name, row.name) for c in clouds if catalog(c.name) for row in catalog(c.name).types.values()
+                if row.gpu_model == "A100" and row.gpus}
+    assert {(o.cloud, o.instance.name) for o in options} == expected
+    for option in options:
+        table = catalog(option.cloud)
+        assert option.nodes == math.ceil(32 / option.instance.gpus)
+        assert (option.price_date, option.price_source) == (table.price_date, table.price_source)
+    costs = [o.estimate.spot_mix for o in options if o.estimate.spot_mix is not None]
+    assert costs == sorted(costs) and len(costs) > 1

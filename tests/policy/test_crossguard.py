@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pulumi_policy import (
     EnforcementLevel,
+    PolicyProviderResource,
     PolicyResource,
     ResourceValidationArgs,
     ResourceValidationPolicy,
@@ -15,8 +16,10 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, unknown_checking_proxy
 
+from fleet.preview import run_program
+from fleet.stacks import resolve
 from policy.clouds import aws as aws_t
-from policy.crossguard import plain, policies
+from policy.crossguard import plain, policies, stack_resources
 from policy.rules import RESOURCE_RULES, STACK_RULES
 
 PACK_MAIN = Path(__file__).resolve().parents[2] / "policy" / "__main__.py"
@@ -34,6 +37,7 @@ def test_policies_map_one_to_one_to_the_rules():
         assert found[rule.name].enforcement_level == EnforcementLevel(rule.level)
     for rule in STACK_RULES:
         assert isinstance(found[rule.name], StackValidationPolicy)
+        assert found[rule.name].enforcement_level == EnforcementLevel(rule.level)
 
 
 def test_pack_main_only_constructs_the_pack():
@@ -75,3 +79,18 @@ def test_stack_policy_sees_every_resource():
     _by_name()["fabric-self-both-ways"].validate(StackValidationArgs([template, ingress], {}),
                                                  lambda message, urn=None: reports.append(message))
     assert len(reports) == 1 and "egress" in reports[0]
+
+
+def test_stack_resources_are_what_fleet_plan_records_of_the_same_stack():
+    records = run_program(resolve("ali-spot", None)).resources
+    provider = PolicyProviderResource("pulumi:providers:alicloud", unknown_checking_proxy({}), "urn:p", "default")
+    by_name: dict[str, PolicyResource] = {}
+    made = []
+    for record in records:  # parents are registered before their children; the engine gives customs a provider
+        made.append(PolicyResource(record["type"], unknown_checking_proxy(record["inputs"]), f"urn:{record['name']}",
+                                   record["name"], None, provider if record["options"]["custom"] else None,
+                                   by_name.get(record["parent"]), [], {}))
+        by_name.setdefault(record["name"], made[-1])
+    seen = stack_resources(StackValidationArgs(made, {}))
+    assert seen == [{**r, "options": {"custom": r["options"]["custom"]}} for r in records]
+    assert {r["options"]["custom"] for r in seen} == {True, False} and any(r["parent"] for r in seen)

@@ -1,0 +1,69 @@
+"""What each cloud's reader takes from the fields the providers leave optional, and what its findings say: a rule
+without Alibaba's `policy` is an accept rule (the provider's default), a message names the protocol, ports and disk
+the stack wrote, an ASG without an on-demand share above base is all on-demand (AWS's default, 100)."""
+
+from __future__ import annotations
+
+from policy.clouds import alicloud as ali_t
+from policy.clouds import aws as aws_t
+from policy.clouds import reader_for
+from policy.clouds import tencentcloud as tc_t
+from policy.internet import INTERNET_OPT_IN
+from policy.rules import evaluate
+
+
+def messages(kind: str, inputs: dict, rule: str) -> list[str]:
+    resource = {"type": kind, "name": "r", "parent": None, "inputs": inputs, "options": {"custom": True}}
+    return [f["message"] for f in evaluate([resource]) if f["policy"] == rule]
+
+
+def test_an_alibaba_rule_without_a_policy_accepts_and_its_finding_names_protocol_and_ports():
+    rule = {"type": "ingress", "ipProtocol": "tcp", "portRange": "22/22", "cidrIp": "0.0.0.0/0"}
+    found = messages(ali_t.SG_RULE, rule, "no-open-ingress")
+    assert len(found) == 1 and found[0].startswith("ingress tcp 22/22 is open to 0.0.0.0/0"), found
+    assert messages(ali_t.SG_RULE, rule | {"policy": "drop"}, "no-open-ingress") == []
+    assert messages(ali_t.SG_RULE, rule | {"description": INTERNET_OPT_IN}, "no-open-ingress") == []
+
+
+def test_a_tencent_accept_rule_is_judged_by_its_own_protocol_port_and_description():
+    entry = {"action": "ACCEPT", "protocol": "TCP", "port": "22", "cidrBlock": "0.0.0.0/0"}
+    found = messages(tc_t.SG_RULES, {"ingresses": [entry]}, "no-open-ingress")
+    assert len(found) == 1 and found[0].startswith("ingress TCP 22 is open to 0.0.0.0/0"), found
+    assert messages(tc_t.SG_RULES, {"ingresses": [entry | {"action": "DROP"}]}, "no-open-ingress") == []
+    opted = entry | {"description": INTERNET_OPT_IN}
+    assert messages(tc_t.SG_RULES, {"ingresses": [opted]}, "no-open-ingress") == []
+
+
+def test_a_tencent_data_disk_is_named_in_its_finding_and_an_encrypted_one_passes():
+    disks = [{"dataDiskName": "scratch", "encrypt": False}, {"encrypt": False}, {"dataDiskName": "ok", "encrypt": True}]
+    assert messages(tc_t.INSTANCE, {"dataDisks": disks}, "encrypted-volumes") == [
+        "scratch is not encrypted.", "a data disk is not encrypted."]
+
+
+def test_a_tencent_bucket_with_an_unknown_algorithm_waits_for_the_engine():
+    assert messages(tc_t.BUCKET, {"encryptionAlgorithm": "[unknown]"}, "encrypted-buckets") == []
+    assert messages(tc_t.BUCKET, {}, "encrypted-buckets") == [
+        "the bucket is not encrypted (encryptionAlgorithm: KMS or AES256)."]
+
+
+def test_a_tencent_bucket_resource_names_the_bucket_before_the_key():
+    reader = reader_for(tc_t.BUCKET)
+    assert reader.bucket_of("qcs::cos:ap-guangzhou:uid/1250000000:ckpt-1250000000/runs/a/b") == "ckpt-1250000000"
+    assert reader.policy_documents(tc_t.INSTANCE, {"document": "{}"}) == []
+
+
+def test_spot_is_read_from_the_market_fields_each_cloud_defines():
+    aws = reader_for(aws_t.ASG)
+
+    def group(distribution: dict | None) -> dict:
+        policy = {"instancesDistribution": distribution} if distribution is not None else {}
+        return {"type": aws_t.ASG, "inputs": {"mixedInstancesPolicy": policy}}
+
+    assert not aws.spot(group({"spotAllocationStrategy": "price-capacity-optimized"})), "AWS's default share: 100"
+    assert not aws.spot(group({"onDemandPercentageAboveBaseCapacity": 100}))
+    assert aws.spot(group({"onDemandPercentageAboveBaseCapacity": 0}))
+    assert not aws.spot(group(None))
+    tencent = reader_for(tc_t.INSTANCE)
+    assert tencent.spot({"type": tc_t.INSTANCE, "inputs": {"instanceChargeType": "SPOTPAID"}})
+    assert not tencent.spot({"type": tc_t.INSTANCE, "inputs": {"instanceChargeType": "POSTPAID_BY_HOUR"}})
+    assert not tencent.spot({"type": tc_t.BUCKET, "inputs": {"instanceChargeType": "SPOTPAID"}})
