@@ -25,11 +25,10 @@ from rich.table import Table
 
 from components.clouds import profile
 from components.local.layout import layout
+from components.local.progress import RESULTS
 from components.plan.userdata import PROMETHEUS_PORT
 from fleet.stacks import resolve, spec_and_plan
 
-RESULTS = Path("var/lib/gpufleet/health")
-"""Under a node's root: gpufleet-health writes $STATE/health/gate.json, the acceptance acceptance.json."""
 KINDS = ("gate", "acceptance")
 METRICS = ("gpufleet_health_check_ok", "gpufleet_health_figure", "gpufleet_health_threshold", "gpufleet_health_ok",
            "gpufleet_health_timestamp_seconds", "gpufleet_health_duration_seconds")  # fmt: skip

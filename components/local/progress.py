@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from components.local.layout import Layout, Node
 
 RUN = "run/gpufleet"
-ACCEPTANCE = "var/lib/gpufleet/health/acceptance.json"
+RESULTS = "var/lib/gpufleet/health"
+"""Under a node's root: gpufleet-health writes $STATE/health/gate.json, the acceptance acceptance.json."""
 METRICS = "var/lib/gpufleet/checkpoints/runs"
 CHECKPOINT_DIR = "step_"
 
@@ -72,7 +73,7 @@ def named_by_acceptance(node: Node) -> str | None:
 
 def has_acceptance(node: Node) -> bool:
     """Whether the node's cluster acceptance wrote its verdict (cloud-init/health/acceptance.py)."""
-    return (node.root / ACCEPTANCE).is_file()
+    return (node.root / RESULTS / "acceptance.json").is_file()
 
 
 def left_on_notice(node: Node) -> bool:

@@ -27,7 +27,7 @@ def run(tmp_path):
 
 
 def verdict(node) -> None:
-    path = node.root / progress.ACCEPTANCE
+    path = node.root / progress.RESULTS / "acceptance.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("{}")
 
