@@ -1,7 +1,8 @@
 """`fleet up | down | status | drill`: the local cluster (cloud: local) on this machine.
 
 `up` shows its progress on stderr and ends with a summary (`--json`: the summary alone on stdout); the cluster's
-network stays until `down`. `drill` injects the faults the cluster must survive into a running cluster.
+network stays until `down`. `drill` injects the faults the cluster must survive into a running cluster. `up --boot`
+rehearses a cloud stack's boot instead (fleet.boot_command).
 """
 
 from __future__ import annotations
@@ -60,6 +61,16 @@ def register(subparsers) -> None:
                     help="fault drill: close TCP PORT or LOW-HIGH in NODE's firewall (e.g. head:29400)")
     up.add_argument("--slow-link", action="append", default=[], type=_slow_link, metavar="NODE[:RATE]",
                     help="fault drill: shape NODE's link to RATE (tc units, default 20mbit)")
+    up.add_argument("--boot", action="store_true",
+                    help="boot a cloud stack's head and workers as machines here (real cloud-init and systemd, the "
+                         "cloud's emulated metadata and store, fake GPUs) to the job's first step; needs root")
+    up.add_argument("--workers", type=int, default=1, metavar="N", help="--boot: workers beside the head (default 1)")
+    up.add_argument("--tiny-job", action="store_true",
+                    help="--boot: the local stack's tiny model instead of the stack's job (seconds to the first step "
+                         "on a CPU instead of minutes)")
+    up.add_argument("--boot-timeout", type=float, default=900.0, metavar="S",
+                    help="--boot: seconds the boot may take to the first step (default 900)")
+    up.add_argument("--keep", action="store_true", help="--boot: keep the run's disks and service logs")
     up.set_defaults(run=run_up)
     down = subparsers.add_parser("down", help="remove every namespace, rule, process and file `fleet up` made")
     add_stack_args(down, json_flag=False)
@@ -88,6 +99,10 @@ def _fail(error: LocalError) -> int:
 
 
 def run_up(args) -> int:
+    if args.boot:
+        from fleet.boot_command import run_boot
+
+        return run_boot(args)
     spec, plan = _plan(args)
     total = int(spec.job.get("steps", TrainConfig.steps))
     console = Console(stderr=True)

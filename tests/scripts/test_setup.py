@@ -3,10 +3,10 @@ the package that provides it, so a fresh machine set up as root skips no test fo
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
+from components.boot import host as boot_host
 from components.local import host
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,13 +19,6 @@ def setup_tools() -> dict[str, str]:
     return dict(pair.split(":", 1) for pair in listing.group(1).split())
 
 
-def boot_tools() -> tuple[str, ...]:
-    spec = importlib.util.spec_from_file_location("boot_conftest", ROOT / "tests" / "boot" / "conftest.py")
-    conftest = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(conftest)
-    return conftest.TOOLS
-
-
 def test_the_local_cluster_tools_come_from_the_packages_host_names():
     tools = setup_tools()
     for command, package in {**host.NAMESPACE_TOOLS, **host.NODE_TOOLS}.items():
@@ -34,6 +27,6 @@ def test_the_local_cluster_tools_come_from_the_packages_host_names():
 
 def test_every_tool_the_boot_harness_needs_is_installed():
     tools = setup_tools()
-    assert [tool for tool in boot_tools() if tool not in tools] == []
+    assert [tool for tool in boot_host.TOOLS if tool not in tools] == []
     # `cc -shared` links against the C library's start files: the compiler alone does not build the fake libnccl.
     assert tools.get("/usr/include/stdio.h") == "libc6-dev"

@@ -1,0 +1,67 @@
+"""`fleet up --boot`: a cloud stack's boot rehearsed on this machine before it costs GPU hours: the nodes boot the
+exact user-data the realizers hand the cloud, through the cloud's own cloud-init datasource (components/boot). The
+machines and the harness's services end with the command; `--keep` keeps their disks and logs to read.
+
+Exit 0 when every node trains and the job logged its first step, 1 when a node failed or did not get there in time
+(each such node's report on stderr), 2 for a stack the harness cannot boot or a machine that cannot boot machines.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from components.boot import host, rehearsal
+from components.local.errors import EXIT_FAILED, EXIT_USAGE
+from fleet.stacks import resolve, spec_and_plan
+
+
+def run_boot(args) -> int:
+    stack = resolve(args.stack, args.stack_file)
+    if args.tiny_job:
+        stack = rehearsal.with_job(stack, rehearsal.TINY_JOB)
+    plan = spec_and_plan(stack)[1]
+    if not rehearsal.bootable(plan):
+        print(f"fleet: --boot boots a cloud stack's machines; stack '{plan.stack}' is cloud '{plan.cloud}', whose "
+              f"nodes `fleet up --stack {plan.stack}` already runs on this machine. Drop --boot, or name a cloud "
+              "stack (e.g. --stack aws-g4dn-dev --boot).", file=sys.stderr)
+        return EXIT_USAGE
+    if args.workers < 0:
+        print(f"fleet: --workers must be 0 or more, got {args.workers}", file=sys.stderr)
+        return EXIT_USAGE
+    reason = host.why_not_here()
+    if reason is not None:
+        print(f"fleet: --boot cannot boot machines here: {reason}.", file=sys.stderr)
+        return EXIT_USAGE
+    console = Console(stderr=True)
+    console.print(f"[bold]•[/] booting {plan.name} ({plan.cloud} {plan.instance.name}): the head and "
+                  f"{args.workers} worker(s), real cloud-init and systemd, fake GPUs")
+    try:
+        result = rehearsal.rehearse(plan, workers=args.workers, timeout=args.boot_timeout, keep=args.keep,
+                                    note=lambda text: console.print(f"[bold]•[/] {text}"))
+    except RuntimeError as error:  # a harness service (store, metadata, mirrors) that did not start
+        print(f"fleet: the boot harness did not start: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    summary = {"cluster": plan.name, "mode": "boot", **result}
+    for name, node in result["nodes"].items():
+        if "report" in node:
+            console.print(f"[yellow]![/] {name} did not train:\n{node['report']}")
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        _print_table(summary)
+    return 0 if rehearsal.trained(result) else EXIT_FAILED
+
+
+def _print_table(summary: dict) -> None:
+    table = Table(title=f"{summary['cluster']}: booted in {summary['seconds_total']} s (seconds from power-on)")
+    table.add_column("node")
+    table.add_column("outcome")
+    for phase in summary["cluster_phases"]:
+        table.add_column(phase, justify="right")
+    for name, node in summary["nodes"].items():
+        table.add_row(name, node["outcome"], *("-" if at is None else str(at) for at in node["phases"].values()))
+    Console().print(table)
