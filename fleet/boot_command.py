@@ -57,11 +57,14 @@ def run_boot(args) -> int:
 
 
 def _print_table(summary: dict) -> None:
+    """A row per phase, a column per node: the phases' names stay whole on an 80-column terminal."""
+    nodes = summary["nodes"]
     table = Table(title=f"{summary['cluster']}: booted in {summary['seconds_total']} s (seconds from power-on)")
-    table.add_column("node")
-    table.add_column("outcome")
+    table.add_column("")
+    for name in nodes:
+        table.add_column(name, justify="right")
+    table.add_row("outcome", *(node["outcome"] for node in nodes.values()))
     for phase in summary["cluster_phases"]:
-        table.add_column(phase, justify="right")
-    for name, node in summary["nodes"].items():
-        table.add_row(name, node["outcome"], *("-" if at is None else str(at) for at in node["phases"].values()))
+        table.add_row(phase, *("-" if node["phases"][phase] is None else str(node["phases"][phase])
+                               for node in nodes.values()))
     Console().print(table)
