@@ -45,6 +45,9 @@ def run_boot(args) -> int:
     except RuntimeError as error:  # a harness service (store, metadata, mirrors) that did not start
         print(f"fleet: the boot harness did not start: {error}", file=sys.stderr)
         return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("fleet: interrupted; the booted machines and the harness's services are removed.", file=sys.stderr)
+        return 130
     summary = {"cluster": plan.name, "mode": "boot", **result}
     for name, node in result["nodes"].items():
         if "report" in node:
