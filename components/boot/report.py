@@ -83,7 +83,7 @@ def _journal_first(node: BootNode, unit: str, mark: str) -> float | None:
     return None
 
 
-def _first_step(node: BootNode) -> float | None:
+def first_step(node: BootNode) -> float | None:
     """The node's first logged step: gpufleet-train keeps each node's metrics beside the checkpoints, in
     <checkpoint dir>/runs/<node id>/metrics.jsonl (only rank 0's node writes them)."""
     node_id = _read(node, "/var/lib/gpufleet/node-id")
@@ -123,7 +123,7 @@ def collect(node: BootNode) -> NodeReport:
         "gate": _since_start(node, gate.get("ActiveEnterTimestampMonotonic")) if gate.get("ActiveState") == "active"
         else None,
         "rendezvous": _journal_first(node, "gpufleet-train.service", RENDEZVOUS_MARK),
-        "first-step": _first_step(node),
+        "first-step": first_step(node),
     }
     return NodeReport(name=node.name, role=node.role, cloud_init=cloud_init, units=units,
                       failure=_read(node, "/run/gpufleet/failure"),
