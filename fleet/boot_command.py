@@ -1,9 +1,10 @@
-"""`fleet up --boot`: a cloud stack's boot rehearsed on this machine before it costs GPU hours: the nodes boot the
-exact user-data the realizers hand the cloud, through the cloud's own cloud-init datasource (components/boot). The
-machines and the harness's services end with the command; `--keep` keeps their disks and logs to read.
+"""`fleet up --boot`: a stack's boot rehearsed on this machine: a cloud stack's nodes boot the exact user-data the
+realizers hand the cloud, through the cloud's own cloud-init datasource (components/boot), before it costs GPU hours;
+the local stack's nodes boot as machines (NoCloud, cloud mode) instead of running as processes. The machines and the
+harness's services end with the command; `--keep` keeps their disks and logs to read.
 
 Exit 0 when every node trains and the job logged its first step, 1 when a node failed or did not get there in time
-(each such node's report on stderr), 2 for a stack the harness cannot boot or a machine that cannot boot machines.
+(each such node's report on stderr), 2 for bad options or a machine that cannot boot machines.
 """
 
 from __future__ import annotations
@@ -23,12 +24,7 @@ def run_boot(args) -> int:
     stack = resolve(args.stack, args.stack_file)
     if args.tiny_job:
         stack = rehearsal.with_job(stack, rehearsal.TINY_JOB)
-    plan = spec_and_plan(stack)[1]
-    if not rehearsal.bootable(plan):
-        print(f"fleet: --boot boots a cloud stack's machines; stack '{plan.stack}' is cloud '{plan.cloud}', whose "
-              f"nodes `fleet up --stack {plan.stack}` already runs on this machine. Drop --boot, or name a cloud "
-              "stack (e.g. --stack aws-g4dn-dev --boot).", file=sys.stderr)
-        return EXIT_USAGE
+    plan = spec_and_plan(stack, booted=True)[1]
     if args.workers < 0:
         print(f"fleet: --workers must be 0 or more, got {args.workers}", file=sys.stderr)
         return EXIT_USAGE
@@ -37,8 +33,9 @@ def run_boot(args) -> int:
         print(f"fleet: --boot cannot boot machines here: {reason}.", file=sys.stderr)
         return EXIT_USAGE
     console = Console(stderr=True)
+    gpus = "fake GPUs" if plan.instance.gpus else "CPU nodes"
     console.print(f"[bold]•[/] booting {plan.name} ({plan.cloud} {plan.instance.name}): the head and "
-                  f"{args.workers} worker(s), real cloud-init and systemd, fake GPUs")
+                  f"{args.workers} worker(s), real cloud-init and systemd, {gpus}")
     try:
         result = rehearsal.rehearse(plan, workers=args.workers, timeout=args.boot_timeout, keep=args.keep,
                                     note=lambda text: console.print(f"[bold]•[/] {text}"))

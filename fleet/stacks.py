@@ -31,14 +31,15 @@ def resolve(stack: str | None, stack_file: str | None) -> StackFile:
     return load_stack_file(stack_path(PROJECT_ROOT, parts[-1]))
 
 
-def spec_and_plan(stack: StackFile) -> tuple[ClusterSpec, ClusterPlan]:
+def spec_and_plan(stack: StackFile, *, booted: bool = False) -> tuple[ClusterSpec, ClusterPlan]:
     """The same spec and plan the Pulumi program builds, without the engine (for cost, local bring-up): deploy-time
-    look-ups, where a spec needs any, get the preview's stand-in answers."""
+    look-ups, where a spec needs any, get the preview's stand-in answers. `booted`: planned for the boot harness."""
     raw = stack.config.get(CLUSTER_KEY)
     key = region_key(raw)
     region = str(stack.config.get(key, "")) if key else ""
     try:
         spec = validate(raw, region, stack.name)
-        return spec, plan(spec, stack.name, stand_in_facts(stack, spec) if lookups(spec) else DeployFacts())
+        facts = stand_in_facts(stack, spec) if lookups(spec) else DeployFacts()
+        return spec, plan(spec, stack.name, facts, booted=booted)
     except SpecError as error:
         raise SpecError(error.problems, str(stack.path)) from None

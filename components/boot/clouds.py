@@ -13,6 +13,9 @@ the metadata service demands a session token, and how user-data reaches cloud-in
   drive's files go to cloud-init's own seed directory for it (/var/lib/cloud/seed/config_drive), which its
   ConfigDrive datasource and ds-identify read the same way. The metadata service (node scripts) is at 169.254.0.23,
   which metadata.tencentyun.com resolves to (the node's /etc/hosts here, Tencent's DNS there).
+- Local (`fleet up --stack local --boot`): a plain KVM-like machine; cloud-init's NoCloud datasource reads user-data
+  and meta-data from its seed directory (/var/lib/cloud/seed/nocloud), as from a cidata disk. The node scripts' metadata
+  service is on 169.254.169.254 (components.clouds.local.LOCAL_MACHINES).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from components.boot.metadata import Instance
 DATASOURCES = {
     "aws": "datasource_list: [ Ec2, None ]\n",
     "alicloud": "datasource_list: [ AliYun ]\n",
+    "local": "datasource_list: [ NoCloud, None ]\n",
     "tencentcloud": ("datasource_list: [ ConfigDrive, TencentCloud ]\ndatasource:\n  ConfigDrive:\n    dsmode: local\n"
                      "  TencentCloud:\n    metadata_urls: ['http://169.254.0.23', 'http://metadata.tencentyun.com']\n"),
 }
@@ -48,6 +52,9 @@ def instance(cloud: str, seed: str, *, private_ip: str, mac: str, instance_type:
     elif cloud == "alicloud":
         instance_id = f"i-bp1{_hex(seed, 17)}"
         hostname = f"iZ{instance_id[2:]}Z"
+    elif cloud == "local":
+        instance_id = f"local-{_hex(seed, 12)}"
+        hostname = f"local-{private_ip.replace('.', '-')}"
     else:
         instance_id = f"ins-{_hex(seed, 8)}"
         hostname = f"VM-{'-'.join(private_ip.split('.')[2:])}-ubuntu"
@@ -69,15 +76,23 @@ def dmi(cloud: str, inst: Instance) -> dict[str, str]:
     if cloud == "alicloud":
         return {"sys_vendor": "Alibaba Cloud", "product_name": "Alibaba Cloud ECS", "product_uuid": uuid,
                 "product_serial": uuid, "chassis_vendor": "Alibaba Cloud", "bios_vendor": "SeaBIOS"}
+    if cloud == "local":
+        return {"sys_vendor": "QEMU", "product_name": "Standard PC (Q35 + ICH9, 2009)", "product_uuid": uuid,
+                "product_serial": uuid, "bios_vendor": "SeaBIOS"}
     return {"sys_vendor": "Tencent Cloud", "product_name": "CVM", "product_uuid": uuid, "product_serial": uuid,
             "bios_vendor": "SeaBIOS"}
 
 
-def config_drive(cloud: str, inst: Instance, user_data: bytes) -> dict[str, tuple[bytes, int]]:
-    """Tencent's config drive (OpenStack layout), as cloud-init's seed; other clouds serve user-data over HTTP."""
+def seed(cloud: str, inst: Instance, user_data: bytes) -> dict[str, tuple[bytes, int]]:
+    """Where user-data comes on a disk rather than over HTTP, cloud-init's seed of it: Tencent's config drive
+    (OpenStack layout), the local cloud's NoCloud files; other clouds serve user-data from metadata."""
+    if cloud == "local":
+        meta = f"instance-id: {inst.instance_id}\nlocal-hostname: {inst.hostname}\n"
+        return {"/var/lib/cloud/seed/nocloud/meta-data": (meta.encode(), 0o644),
+                "/var/lib/cloud/seed/nocloud/user-data": (user_data, 0o644)}
     if cloud != "tencentcloud":
         return {}
     meta = json.dumps({"uuid": inst.instance_id, "hostname": inst.hostname, "name": inst.hostname,
                        "availability_zone": inst.zone, "launch_index": 0, "meta": {}, "public_keys": {}})
-    seed = "/var/lib/cloud/seed/config_drive/openstack/latest"
-    return {f"{seed}/meta_data.json": (meta.encode(), 0o644), f"{seed}/user_data": (user_data, 0o644)}
+    drive = "/var/lib/cloud/seed/config_drive/openstack/latest"
+    return {f"{drive}/meta_data.json": (meta.encode(), 0o644), f"{drive}/user_data": (user_data, 0o644)}

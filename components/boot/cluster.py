@@ -1,7 +1,8 @@
 """Boot a plan's nodes for real: `with Boot(plan) as boot:` makes the network, starts the cloud's metadata service,
 the object store holding the code bundle, the PyPI mirror and the image's apt mirror in the bridge namespace, and
 powers on one machine per node with the user-data the plan renders (plan.head.user_data / plan.worker.user_data),
-gzip and base64 exactly as the realizers hand it to the cloud (components.realizers.encoding). Leaving the block
+gzip and base64 exactly as the realizers hand it to the cloud (components.realizers.encoding); a plan whose bucket is a
+directory (the local cloud's) gets it mounted into every machine instead of the store. Leaving the block
 ends every machine and process and deletes the namespaces, also after a failure; the run's directory (machines'
 disks, service logs) stays for the report until `keep` is false.
 
@@ -81,8 +82,8 @@ class Boot:
     def __init__(self, plan: ClusterPlan, *, workers: int = 1, fake_gpu: bool | None = None,
                  driver: str | None = None, lifecycle: Mapping[str, str] | None = None,
                  directory: Path | None = None, keep: bool = True) -> None:
-        if plan.cloud not in metadata.ADDRESSES:
-            raise ValueError(f"the boot harness boots cloud nodes; {plan.cloud!r} has no cloud metadata to emulate")
+        if node_settings(plan.head.user_data)["GF_LOCAL"] == "1":
+            raise ValueError("a local-mode plan's nodes are processes, not machines: plan it with booted=True")
         self.plan = plan
         self.roles = ("head", *("worker",) * workers)
         self.fake_gpu = gpu.enabled() if fake_gpu is None else fake_gpu
@@ -92,6 +93,7 @@ class Boot:
         self.directory = directory or RUNS / self.tag
         self.keep = keep
         self.nodes: list[BootNode] = []
+        self.shares: dict[str, Path] = {}  # path on every machine -> this machine's directory mounted there
         self.net: network.BootNetwork | None = None
         self._stack = contextlib.ExitStack()
 
@@ -131,12 +133,17 @@ class Boot:
 
         endpoints = (*store.endpoints(plan), *store.api_endpoints(plan))
         certs = tls.issue(self.directory / "tls", endpoints, gateway)
-        # Raises when the plan's code_sha256 is not a bundle of this checkout (a plan rendered from other sources).
-        code = bundle.write_bundle(self.directory / "bucket", plan.storage.code_sha256)
-        seed = self.directory / "store-seed.json"
-        seed.write_text(json.dumps(store.seed(plan, code)))
-        self._service("store", [sys.executable, "-m", "components.boot.store", gateway, str(certs.cert),
-                                str(certs.key), str(certs.ca), str(seed)], timeout=120)
+        bucket = self.directory / "bucket"
+        if store.shared_directory(plan):  # the bucket is a directory every machine mounts: the bundle goes in it
+            self.shares = {store.shared_directory(plan): bucket}
+            bundle.write_bundle((bucket / plan.storage.code_key).parent, plan.storage.code_sha256)
+        else:
+            # Raises when the plan's code_sha256 is not a bundle of this checkout (a plan rendered from other sources).
+            code = bundle.write_bundle(bucket, plan.storage.code_sha256)
+            seed = self.directory / "store-seed.json"
+            seed.write_text(json.dumps(store.seed(plan, code)))
+            self._service("store", [sys.executable, "-m", "components.boot.store", gateway, str(certs.cert),
+                                    str(certs.key), str(certs.ca), str(seed)], timeout=120)
 
         user_data = {"head": plan.head.user_data, "worker": plan.worker.user_data}
         settings = {role: node_settings(text) for role, text in user_data.items()}
@@ -158,7 +165,7 @@ class Boot:
                                    user_data_b64=gzip_base64(user_data[role]),
                                    spot=(plan.worker if role == "worker" else plan.head).spot)
             instances.append(inst)
-            fake = self._fake_gpu(settings[role], image) if self.fake_gpu else None
+            fake = self._fake_gpu(settings[role], image) if self.fake_gpu and int(settings[role]["GF_GPUS"]) else None
             self.nodes.append(BootNode(name=lay_node.name, role=role, instance=inst, settings=settings[role],
                                        machine=None, fake_gpu=fake))  # type: ignore[arg-type]
         metadata.write_instances(self.state, plan.cloud, instances)
@@ -179,7 +186,7 @@ class Boot:
                                    directory=self.directory / "machines" / node.name, dmi=clouds.dmi(plan.cloud,
                                                                                                      node.instance),
                                    files=files, links=gpu.links() if node.fake_gpu else {},
-                                   gpus=node.fake_gpu.count if node.fake_gpu else 0)
+                                   gpus=node.fake_gpu.count if node.fake_gpu else 0, shares=self.shares)
             node.machine = self._stack.enter_context(Machine(config))
 
     def _machine_name(self, node: str) -> str:
@@ -208,7 +215,7 @@ class Boot:
             "/etc/apt/sources.list": (apt.sources_list(gateway), 0o644),
         }
         user_data = base64.b64decode(node.instance.user_data_b64)
-        files |= clouds.config_drive(plan.cloud, node.instance, user_data)
+        files |= clouds.seed(plan.cloud, node.instance, user_data)
         if node.fake_gpu:
             files |= gpu.files(node.fake_gpu)
         return files

@@ -65,6 +65,7 @@ class MachineConfig:
     files: Mapping[str, tuple[bytes, int]] = field(default_factory=dict)
     links: Mapping[str, str] = field(default_factory=dict)
     gpus: int = 0
+    shares: Mapping[str, Path] = field(default_factory=dict)  # path on the machine -> this host's directory there
 
 
 def cgroup_path(name: str) -> Path:
@@ -131,6 +132,7 @@ class Machine:
         self._master = master
         env = {"PATH": SYSTEM_PATH, "BOOT_LOWER": str(cfg.lower), "BOOT_DIR": str(cfg.directory),
                "BOOT_DMI": str(dmi), "BOOT_CMDLINE": str(cfg.directory / "cmdline"), "BOOT_GPUS": str(cfg.gpus),
+               "BOOT_SHARES": " ".join(f"{host}:{path}" for path, host in cfg.shares.items()),
                "BOOT_BOUNDING_SET": BOUNDING_SET}
         join_cgroup = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
         # Niced, so the emulated cloud services (metadata, store) answer in their usual milliseconds however busy

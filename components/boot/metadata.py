@@ -11,6 +11,8 @@
   instance/spot/termination-time (404 until set), user-data.
 - Tencent (169.254.0.23, metadata.tencentyun.com): plain GETs. cam/security-credentials/ROLE,
   spot/termination-time (404 until set), user-data.
+- Local (169.254.169.254, `fleet up --stack local --boot`): plain GETs; instance id, address, placement and the spot
+  notice in AWS's words (the local cloud's emulated spot); no role, since the local bucket is a directory.
 Directory paths list their entries one per line, a trailing "/" marking a directory, as the real services do; every
 version prefix (latest, 2016-01-01, 2021-03-23...) answers the same tree.
 
@@ -33,7 +35,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-ADDRESSES = {"aws": ("169.254.169.254",), "alicloud": ("100.100.100.200",), "tencentcloud": ("169.254.0.23",)}
+ADDRESSES = {"aws": ("169.254.169.254",), "alicloud": ("100.100.100.200",), "tencentcloud": ("169.254.0.23",),
+             "local": ("169.254.169.254",)}
 TOKEN_HEADERS = {"aws": "X-aws-ec2-metadata-token", "alicloud": "X-aliyun-ecs-metadata-token"}
 MAX_TOKEN_TTL_S = 21600
 
@@ -68,7 +71,7 @@ def _iso(at: float) -> str:
 def set_spot_notice(state: Path, cloud: str, instance_id: str, warning_s: float = 120) -> None:
     """The cloud's interruption notice for one instance, in that cloud's words."""
     when = _iso(time.time() + warning_s)
-    body = json.dumps({"action": "terminate", "time": when}) if cloud == "aws" else when
+    body = json.dumps({"action": "terminate", "time": when}) if cloud in ("aws", "local") else when
     (state / instance_id).mkdir(parents=True, exist_ok=True)
     (state / instance_id / "spot-notice").write_text(body)
 
@@ -117,6 +120,10 @@ def tree(cloud: str, instance: Instance, state: Path) -> dict:
                 "services": {"domain": "amazonaws.com", "partition": "aws"},
                 "autoscaling": {"target-lifecycle-state": _dynamic(state, instance, "lifecycle-state", "InService")},
                 "spot": {"instance-action": spot}, **macs}
+    if cloud == "local":
+        return {"instance-id": instance.instance_id, "hostname": instance.hostname, "local-ipv4": instance.private_ip,
+                "instance-type": instance.instance_type, "mac": instance.mac, "spot": {"instance-action": spot},
+                **macs}
     if cloud == "alicloud":
         return {"instance-id": instance.instance_id, "region-id": instance.region, "zone-id": instance.zone,
                 "hostname": instance.hostname, "private-ipv4": instance.private_ip, "mac": instance.mac,

@@ -8,7 +8,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping
 
-from components.boot import metadata, report
+from components.boot import report
 from components.boot.cluster import Boot
 from components.plan.model import ClusterPlan
 from components.stackfile import CLUSTER_KEY, StackFile
@@ -18,11 +18,6 @@ from components.stackfile import CLUSTER_KEY, StackFile
 TINY_JOB = {"model": "tiny", "steps": 20, "seqLen": 128, "globalBatch": 24, "microBatch": 4, "checkpointEvery": 10,
             "logEvery": 1}
 FIRST_STEP_POLL_S = 5
-
-
-def bootable(plan: ClusterPlan) -> bool:
-    """Whether the harness emulates the plan's cloud (its metadata service, datasource and store)."""
-    return plan.cloud in metadata.ADDRESSES
 
 
 def with_job(stack: StackFile, job: Mapping) -> StackFile:

@@ -5,7 +5,8 @@
 # except the network's, /sys with the cloud's DMI identity, a /dev of its own, the console on a pty), then pivots
 # into it and starts systemd with a bounding set that cannot reach the host kernel (modules, clock, raw I/O);
 # reboot(2) stays allowed: in a PID namespace it ends the machine, not the host.
-# Settings come from the environment: BOOT_LOWER BOOT_DIR BOOT_DMI BOOT_CMDLINE BOOT_GPUS BOOT_BOUNDING_SET.
+# Settings come from the environment: BOOT_LOWER BOOT_DIR BOOT_DMI BOOT_CMDLINE BOOT_GPUS BOOT_SHARES
+# BOOT_BOUNDING_SET.
 set -euo pipefail
 root=$BOOT_DIR/root
 mkdir -p "$BOOT_DIR/upper" "$BOOT_DIR/work" "$root" "$BOOT_DIR/sys"
@@ -51,6 +52,11 @@ for fd in 0:stdin 1:stdout 2:stderr; do ln -s "/proc/self/fd/${fd%%:*}" "$root/d
 touch "$root/dev/console"
 mount --bind "$(readlink -f /proc/self/fd/0)" "$root/dev/console"
 mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs "$root/run"
+# BOOT_SHARES "HOST_DIR:PATH ...": a host directory every machine of the run mounts (the local cloud's bucket).
+for share in ${BOOT_SHARES:-}; do
+  mkdir -p "$root${share#*:}"
+  mount --bind "${share%%:*}" "$root${share#*:}"
+done
 
 cd "$root"
 pivot_root . .

@@ -18,9 +18,17 @@ from pathlib import Path
 from components.plan.model import ClusterPlan
 
 
+def shared_directory(plan: ClusterPlan) -> str | None:
+    """Where a `file://` bucket (the local cloud's) is on every node: a directory, not an object store."""
+    uri = plan.storage.code_uri
+    return uri.removeprefix("file://").removesuffix(f"/{plan.storage.code_key}") if uri.startswith("file://") else None
+
+
 def endpoints(plan: ClusterPlan) -> tuple[str, ...]:
     """The host names a node's store client contacts for this plan's bucket, first the cloud's default endpoint."""
     bucket, region = plan.storage.bucket, plan.region
+    if shared_directory(plan):
+        return ()
     if plan.cloud == "aws":
         regional = f"s3.{region}.amazonaws.com"
         return (regional, f"{bucket}.{regional}", "s3.amazonaws.com", f"{bucket}.s3.amazonaws.com")

@@ -26,7 +26,7 @@ def _name(common: str) -> x509.Name:
 
 
 def issue(directory: Path, names: tuple[str, ...], address: str) -> Certificates:
-    """A fresh CA and a server certificate for `names` and `address`, valid for a day."""
+    """A fresh CA and a server certificate for `names` (none: the address alone) and `address`, valid for a day."""
     directory.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
@@ -40,7 +40,7 @@ def issue(directory: Path, names: tuple[str, ...], address: str) -> Certificates
         .sign(ca_key, hashes.SHA256()))
     key = ec.generate_private_key(ec.SECP256R1())
     alt = [x509.DNSName(n) for n in names] + [x509.IPAddress(ipaddress.ip_address(address))]
-    cert = (x509.CertificateBuilder().subject_name(_name(names[0])).issuer_name(ca.subject)
+    cert = (x509.CertificateBuilder().subject_name(_name(names[0] if names else address)).issuer_name(ca.subject)
             .public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
             .add_extension(x509.SubjectAlternativeName(alt), critical=False)

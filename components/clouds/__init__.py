@@ -5,7 +5,7 @@ from __future__ import annotations
 from components.clouds.alicloud import ALICLOUD
 from components.clouds.aws import AWS
 from components.clouds.base import CloudProfile
-from components.clouds.local import LOCAL
+from components.clouds.local import LOCAL, LOCAL_MACHINES
 from components.clouds.tencentcloud import TENCENTCLOUD
 
 CLOUDS: dict[str, CloudProfile] = {c.name: c for c in (AWS, ALICLOUD, TENCENTCLOUD, LOCAL)}
@@ -14,3 +14,9 @@ CLOUDS: dict[str, CloudProfile] = {c.name: c for c in (AWS, ALICLOUD, TENCENTCLO
 def profile(cloud: str) -> CloudProfile:
     """The profile of a cloud the spec has already accepted."""
     return CLOUDS[cloud]
+
+
+def booted_profile(cloud: str) -> CloudProfile:
+    """The profile of the cloud's nodes as machines the boot harness boots (`fleet up --boot`): a cloud's nodes are
+    machines already; the local cloud's, processes on this machine otherwise, become machines."""
+    return LOCAL_MACHINES if cloud == LOCAL.name else CLOUDS[cloud]

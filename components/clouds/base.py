@@ -116,6 +116,8 @@ class CloudProfile:
     # The nodes are processes on this machine (local mode: no driver install, the host's Python, paths under a node
     # root), and NCCL/gloo settings such nodes need besides the fabric's.
     runs_here: bool = False
+    # Where a `file` bucket lives ({name}: the cluster's): a directory every node of the cluster sees.
+    file_bucket: str = ""
     nccl_env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # Rules only this cloud needs (e.g. spot inside a deployment set); run after the common ones.
     rules: tuple[Callable[[ClusterSpec, CloudProfile], Iterable[Problem]], ...] = ()

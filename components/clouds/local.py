@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from types import MappingProxyType
 
 from components.clouds.base import CAPACITY_BLOCK, GPU_UTIL_SCALING, RESERVATION, WARM_POOL, AutoImage, CloudProfile
@@ -50,6 +51,19 @@ LOCAL = CloudProfile(
     max_user_data_bytes=None,
     nat_egress=False,
     runs_here=True,
+    file_bucket="/tmp/gpufleet-{name}/bucket",
     # Local nodes share the host's hostname, which gloo would resolve to the host: pin both to the node's own eth0.
     nccl_env=MappingProxyType({"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"}),
+)
+
+# `fleet up --stack local --boot`: the same cluster's nodes as machines the boot harness boots (components/boot):
+# real cloud-init and systemd run the node scripts in cloud mode, their job's packages go into the node's own venv,
+# and a metadata service answers on the link-local address, with plain GETs and the spot notice in AWS's words. The
+# bucket stays a directory of this machine, mounted into every machine (not under /tmp, which systemd empties at boot).
+LOCAL_MACHINES = dataclasses.replace(
+    LOCAL,
+    runs_here=False,
+    metadata_url="http://169.254.169.254/latest/meta-data",
+    spot_notice_url="http://169.254.169.254/latest/meta-data/spot/instance-action",
+    file_bucket="/srv/gpufleet-{name}/bucket",
 )

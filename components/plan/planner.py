@@ -8,7 +8,7 @@ import re
 
 from components import catalog
 from components.bundle import bundle_sha256, uses_kernels
-from components.clouds import profile
+from components.clouds import booted_profile, profile
 from components.clouds.base import CloudProfile
 from components.plan.cost import plan_cost
 from components.plan.fabric import plan_fabric
@@ -53,7 +53,8 @@ def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFac
     bucket, account = _bucket(spec, cloud, name, facts)
     sha = bundle_sha256(uses_kernels(spec.job))
     code_key = f"code/{sha}.tar.gz"
-    root = f"file:///tmp/gpufleet-{name}/bucket" if cloud.bucket_scheme == "file" else f"{cloud.bucket_scheme}://{bucket}"
+    root = (f"file://{cloud.file_bucket.format(name=name)}" if cloud.bucket_scheme == "file"
+            else f"{cloud.bucket_scheme}://{bucket}")
     return StoragePlan(bucket=bucket, account_id=account, checkpoint_uri=f"{root}/{CHECKPOINT_PREFIX}",
                        code_key=code_key, code_uri=f"{root}/{code_key}", code_sha256=sha,
                        root_volume_gb=spec.storage.root_volume_gb)
@@ -107,11 +108,11 @@ def _role(cloud: CloudProfile, row: catalog.InstanceType, role: str, name: str, 
                                              **shared))
 
 
-def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None) -> ClusterPlan:
+def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None, *, booted: bool = False) -> ClusterPlan:
     """Decide the whole cluster for a spec that passed `components.rules.validate`, with the deploy-time facts its
-    `lookups` asked for."""
+    `lookups` asked for; `booted`: for the boot harness's machines (`fleet up --boot`: clouds.booted_profile)."""
     facts = facts or DeployFacts()
-    cloud = profile(spec.cloud)
+    cloud = booted_profile(spec.cloud) if booted else profile(spec.cloud)
     row = catalog.lookup(spec.cloud, spec.instance_type)
     name = spec.name or stack
     fabric = plan_fabric(spec.network.fabric, row, cloud.nccl_env)

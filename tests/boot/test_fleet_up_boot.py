@@ -1,6 +1,6 @@
-"""`fleet up --boot` as a user runs it: a cloud stack's head and worker boot the plan's user-data with real cloud-init
-and systemd to the job's first step; the summary's phases come from the machines and happen in the boot's order, and
-nothing of the run is left behind."""
+"""`fleet up --boot` as a user runs it: a cloud stack's head and worker, and the local stack's, boot the plan's
+user-data with real cloud-init and systemd to the job's first step; the summary's phases come from the machines and
+happen in the boot's order, and nothing of the run is left behind."""
 
 from __future__ import annotations
 
@@ -24,14 +24,16 @@ def _netns() -> set[str]:
     return set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split())
 
 
-def test_a_cloud_stack_boots_to_its_first_training_step():
+@pytest.mark.parametrize(("stack", "cloud", "options"), [("tencent-spot", "tencentcloud", ["--tiny-job"]),
+                                                        ("local", "local", [])])
+def test_a_stack_boots_to_its_first_training_step(stack, cloud, options):
     before = _netns()
-    run = subprocess.run([sys.executable, "-m", "fleet", "up", "--stack", "tencent-spot", "--boot", "--tiny-job",
+    run = subprocess.run([sys.executable, "-m", "fleet", "up", "--stack", stack, "--boot", *options,
                           "--json", "--boot-timeout", str(TIMEOUT_S)], cwd=ROOT, capture_output=True, text=True,
                          timeout=TIMEOUT_S + 120)
     assert run.returncode == 0, run.stderr[-4000:]
     summary = json.loads(run.stdout)
-    assert (summary["cluster"], summary["mode"], summary["cloud"]) == ("tencent-spot", "boot", "tencentcloud")
+    assert (summary["cluster"], summary["mode"], summary["cloud"]) == (stack, "boot", cloud)
     assert {name: node["outcome"] for name, node in summary["nodes"].items()} == \
         {"head": "training", "worker-1": "training"}
     head = summary["nodes"]["head"]["phases"]

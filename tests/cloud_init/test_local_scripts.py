@@ -101,7 +101,7 @@ def test_gate_passes_when_probes_match(local_node):
     root, entry, env, _ = local_node(fabric="rdma", fabric_devices=2)
     result = run([entry, "gate"], root, env | {"GPUFLEET_PROBE_FABRIC": "2", "GPUFLEET_PROBE_BAD_GPUS": "0"})
     assert result.returncode == 0, result.stderr
-    assert (root / "var/lib/gpufleet/versions.json").read_text() == '{"local": true}\n'
+    assert (root / "var/lib/gpufleet/versions.json").read_text() == '{"gpus": 0}\n'
     assert not (root / "var/lib/gpufleet/metrics/health.prom").exists()
 
 

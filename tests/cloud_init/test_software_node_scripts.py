@@ -31,7 +31,7 @@ def gpu_node(local_node, tmp_path):  # noqa: F811
                     str(lib / "nccl.c")], check=True)
 
     def boot(driver: str, script: str = "gpufleet-driver", **settings):
-        root, _, env, _ = local_node(nvswitch=False, **settings)
+        root, _, env, _ = local_node(nvswitch=False, **({"gpus": 1} | settings))  # a GPU node, not the local CPU row
         with open(root / "etc/gpufleet/node.env", "a") as node_env:  # installed as a local node, now run as a cloud's
             node_env.write("GF_LOCAL='0'\n")
         stub = root / "test-bin"

@@ -160,3 +160,24 @@ def test_a_registry_mirror_that_is_not_an_https_url_is_refused_with_the_field(tm
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "gpufleet:cluster.network.registryMirror" in result.stderr and "https://" in result.stderr
+
+
+def test_the_local_stack_booted_renders_cloud_mode_user_data_with_nothing_left_to_fill():
+    """`fleet up --stack local --boot`: the nodes are machines that real cloud-init starts (runcmd enables the units),
+    with the job's packages, a metadata address to reach and a bucket systemd does not empty at boot (/tmp)."""
+    stack = load_stack_file(ROOT / "stacks" / "Pulumi.local.yaml")
+    here, booted = spec_and_plan(stack)[1], spec_and_plan(stack, booted=True)[1]
+    assert "GF_LOCAL=1" in _settings(here).splitlines() and "GF_LOCAL=0" in _settings(booted).splitlines()
+    assert "runcmd" not in document(here.head.user_data) and "runcmd" in document(booted.head.user_data)
+    assert "{metadata}" in here.head.user_data and "{metadata}" not in booted.head.user_data
+    assert "torch==2.13.0" in booted.worker.user_data
+    assert booted.storage.checkpoint_uri.startswith("file:///srv/")
+    assert here.storage.checkpoint_uri.startswith("file:///tmp/")
+    assert (booted.instance, booted.network, booted.firewall, booted.scaling) == \
+        (here.instance, here.network, here.firewall, here.scaling)
+
+
+@pytest.mark.parametrize("name", ["aws-g4dn-dev", "ali-spot", "tencent-spot"])
+def test_a_cloud_stack_booted_is_the_plan_the_cloud_gets(name):
+    stack = load_stack_file(ROOT / "stacks" / f"Pulumi.{name}.yaml")
+    assert spec_and_plan(stack, booted=True)[1] == spec_and_plan(stack)[1]

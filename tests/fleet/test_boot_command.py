@@ -10,13 +10,6 @@ from fleet.boot_command import _print_table
 from fleet.cli import main
 
 
-def test_the_local_stack_is_refused_with_the_fix(capsys):
-    assert main(["up", "--stack", "local", "--boot"]) == 2
-    err = capsys.readouterr().err
-    assert "--boot" in err and "stack 'local'" in err and "Drop --boot" in err
-    assert "Traceback" not in err
-
-
 def test_a_machine_that_cannot_boot_machines_is_named_before_anything_starts(capsys, monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     assert main(["up", "--stack", "tencent-spot", "--boot"]) == 2
