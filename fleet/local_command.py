@@ -2,7 +2,7 @@
 
 `up` shows its progress on stderr and ends with a summary (`--json`: the summary alone on stdout); the cluster's
 network stays until `down`. `drill` injects the faults the cluster must survive into a running cluster. `up --boot`
-rehearses a cloud stack's boot instead (fleet.boot_command).
+boots the stack's nodes as machines instead, a cloud stack's or the local one's (fleet.boot_command).
 """
 
 from __future__ import annotations
@@ -62,8 +62,9 @@ def register(subparsers) -> None:
     up.add_argument("--slow-link", action="append", default=[], type=_slow_link, metavar="NODE[:RATE]",
                     help="fault drill: shape NODE's link to RATE (tc units, default 20mbit)")
     up.add_argument("--boot", action="store_true",
-                    help="boot a cloud stack's head and workers as machines here (real cloud-init and systemd, the "
-                         "cloud's emulated metadata and store, fake GPUs) to the job's first step; needs root")
+                    help="boot the stack's head and workers as machines here (real cloud-init and systemd, the "
+                         "cloud's emulated metadata and store, fake GPUs; the local stack's CPU nodes too) to the "
+                         "job's first step; needs root")
     up.add_argument("--workers", type=int, default=1, metavar="N", help="--boot: workers beside the head (default 1)")
     up.add_argument("--tiny-job", action="store_true",
                     help="--boot: the local stack's tiny model instead of the stack's job (seconds to the first step "
