@@ -134,8 +134,9 @@ class Boot:
         endpoints = (*store.endpoints(plan), *store.api_endpoints(plan))
         certs = tls.issue(self.directory / "tls", endpoints, gateway)
         bucket = self.directory / "bucket"
-        if store.shared_directory(plan):  # the bucket is a directory every machine mounts: the bundle goes in it
-            self.shares = {store.shared_directory(plan): bucket}
+        shared = store.shared_directory(plan)
+        if shared:  # the bucket is a directory every machine mounts: the bundle goes in it
+            self.shares = {shared: bucket}
             bundle.write_bundle((bucket / plan.storage.code_key).parent, plan.storage.code_sha256)
         else:
             # Raises when the plan's code_sha256 is not a bundle of this checkout (a plan rendered from other sources).
