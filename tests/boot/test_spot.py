@@ -1,7 +1,8 @@
-"""The whole path after the gate, booted for real on AWS: aws-g4dn-dev with spot workers and the local cluster's
-tiny job, the fake GPU reporting the plan's pinned driver (the DLAMI's own fails the gate today, test_boot.py). Both
-nodes pass the gate, torchrun forms the job across the two machines, and a spot notice on the emulated IMDS makes
-the worker checkpoint, push the checkpoint to the store and leave within the notice's 2 minutes."""
+"""The whole path after the gate, booted for real: aws-g4dn-dev with spot workers (the fake GPU reporting the plan's
+pinned driver) and the local stack booted (`fleet up --stack local --boot`'s plan) with spot workers, both with the
+local cluster's tiny job. Both nodes pass the gate, torchrun forms the job across the two machines, and a spot notice
+on the emulated metadata service makes the worker checkpoint, push the checkpoint to the bucket (S3 on AWS, the
+directory every local machine mounts) and leave within the notice's 2 minutes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import time
 import pytest
 import yaml
 
-from components.boot import report
+from components.boot import report, store
 from components.boot.cluster import Boot, node_settings
 from components.stackfile import CLUSTER_KEY
 from fleet.stacks import resolve, spec_and_plan
@@ -33,15 +34,15 @@ def wait(predicate, timeout: float, poll_s: float = 3):
     return predicate()
 
 
-@pytest.fixture(scope="module")
-def training(tmp_path_factory):
-    stack = resolve("aws-g4dn-dev", None)
+@pytest.fixture(scope="module", params=["aws-g4dn-dev", "local"])
+def training(request, tmp_path_factory):
+    stack = resolve(request.param, None)
     config = dict(stack.config)
     config[CLUSTER_KEY] = {**config[CLUSTER_KEY], "autoscaling": {"standby": 0}, "job": JOB,
                            "market": {"onDemandBase": 1, "spotPercent": 100}}
     path = tmp_path_factory.mktemp("stack") / f"Pulumi.{stack.name}.yaml"
     path.write_text(yaml.safe_dump({"config": config}))
-    plan = spec_and_plan(resolve(None, str(path)))[1]
+    plan = spec_and_plan(resolve(None, str(path)), booted=True)[1]
     assert plan.worker.spot and not plan.head.spot
     pinned = node_settings(plan.head.user_data)["GF_DRIVER_VERSION"]
     with Boot(plan, driver=pinned, keep=bool(os.environ.get("GF_BOOT_KEEP"))) as boot:
@@ -75,8 +76,10 @@ def test_a_spot_notice_checkpoints_pushes_and_leaves(training):
     assert "interruption notice" in spot and "SIGUSR1 to training workers" in spot
     assert "left the job after the interruption notice" in spot
     assert '"action": "terminate"' in worker.machine.read("/run/gpufleet/spot-notice").decode()
-    # The checkpoint reached the bucket: listed from the head, with the head's own role.
-    listing = boot.node("head").machine.run("aws", "s3", "ls", "--recursive", f"{plan.storage.checkpoint_uri}/")
+    # The checkpoint reached the bucket: listed from the head (with the head's own role on AWS).
+    listing = boot.node("head").machine.run(
+        *(("find", plan.storage.checkpoint_uri.removeprefix("file://"), "-type", "f") if store.shared_directory(plan)
+          else ("aws", "s3", "ls", "--recursive", f"{plan.storage.checkpoint_uri}/")))
     assert listing.returncode == 0 and listing.stdout.strip(), listing.stderr
 
 
