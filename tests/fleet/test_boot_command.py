@@ -18,6 +18,15 @@ def test_a_machine_that_cannot_boot_machines_is_named_before_anything_starts(cap
     assert "needs root" in err
 
 
+def test_a_missing_harness_tool_is_named_with_its_package_exit_2(capsys, monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(host, "missing_tools", lambda: {"dpkg-dev": ["dpkg-scanpackages"]})
+    assert main(["up", "--stack", "tencent-spot", "--boot"]) == 2
+    err = capsys.readouterr().err
+    assert "dpkg-scanpackages not installed" in err and "apt-get install -y dpkg-dev" in err
+    assert "Traceback" not in err
+
+
 def test_a_negative_worker_count_is_refused(capsys):
     assert main(["up", "--stack", "tencent-spot", "--boot", "--workers", "-1"]) == 2
     assert "--workers must be 0 or more, got -1" in capsys.readouterr().err

@@ -27,6 +27,6 @@ def test_the_local_cluster_tools_come_from_the_packages_host_names():
 
 def test_every_tool_the_boot_harness_needs_is_installed():
     tools = setup_tools()
-    assert [tool for tool in boot_host.TOOLS if tool not in tools] == []
+    assert {tool: tools.get(tool) for tool in boot_host.TOOLS} == boot_host.TOOLS
     # `cc -shared` links against the C library's start files: the compiler alone does not build the fake libnccl.
     assert tools.get("/usr/include/stdio.h") == "libc6-dev"
