@@ -147,6 +147,15 @@ def placement(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
                       "reason names.")
 
 
+def bundle_domain(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    """A custom domain for the bundle's upload only where the cloud's default endpoint refuses it (CodeUpload)."""
+    domain = spec.storage.bundle_domain
+    upload = cloud.code_upload(spec.region, "", domain) if domain else None
+    if isinstance(upload, str):
+        yield Problem(_at("storage.bundleDomain"), f"{cloud.title} {spec.region} needs no domain for the code "
+                      f"bundle: {upload}", "remove storage.bundleDomain.")
+
+
 def unsupported(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
     m = spec.market
     asked = {
@@ -163,7 +172,8 @@ def unsupported(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
                           "remove the setting or choose another cloud.")
 
 
-RULES: tuple[Rule, ...] = (instance_type, node_counts, market, fabric, autoscaling, job, placement, unsupported)
+RULES: tuple[Rule, ...] = (instance_type, node_counts, market, fabric, autoscaling, job, placement, bundle_domain,
+                           unsupported)
 
 
 def problems_of(spec: ClusterSpec) -> list[Problem]:

@@ -55,8 +55,11 @@ def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFac
     code_key = f"code/{sha}.tar.gz"
     root = (f"file://{cloud.file_bucket.format(name=name)}" if cloud.bucket_scheme == "file"
             else f"{cloud.bucket_scheme}://{bucket}")
+    upload = cloud.code_upload(spec.region, bucket, spec.storage.bundle_domain)
+    if isinstance(upload, str):
+        raise ValueError(f"storage.bundleDomain reached the planner where it does not apply: {upload}")
     return StoragePlan(bucket=bucket, account_id=account, checkpoint_uri=f"{root}/{CHECKPOINT_PREFIX}",
-                       code_key=code_key, code_uri=f"{root}/{code_key}", code_sha256=sha,
+                       code_key=code_key, code_uri=f"{root}/{code_key}", code_sha256=sha, code_upload=upload,
                        root_volume_gb=spec.storage.root_volume_gb)
 
 
