@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from components import catalog
 from components.stackfile import load_stack_file
@@ -91,3 +92,17 @@ def test_the_bucket_itself_stays_on_the_default_provider(tmp_path):
 def test_other_clouds_refuse_a_bundle_domain(tmp_path, cloud):
     problem = only(tmp_path, cloud, {"storage": {"bundleDomain": "code.example.com"}})
     assert problem.path == "gpufleet:cluster.storage.bundleDomain" and "needs no domain" in problem.message
+
+
+def test_the_upload_provider_keeps_the_stacks_credentials(tmp_path):
+    """An explicit provider inherits nothing from the stack's `alicloud:` config: the realizer hands it over."""
+    path = write(tmp_path, "alicloud")
+    document = yaml.safe_load(path.read_text())
+    document["config"] |= {"alicloud:profile": "ops", "alicloud:accessKey": "LTAI-example",
+                           "alicloud:assumeRole": {"roleArn": "acs:ram::123:role/deploy"}}
+    path.write_text(yaml.safe_dump(document))
+    resources = run_program(load_stack_file(path)).resources
+    (provider,) = [r["inputs"] for r in resources if r["type"] == PROVIDER]
+    assert provider["profile"] == "ops" and provider["accessKey"] == "[secret]"
+    assert json.loads(provider["assumeRole"]) == {"roleArn": "acs:ram::123:role/deploy"}
+    assert "secretKey" not in provider
