@@ -63,13 +63,10 @@ def market(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
     if m.max_spot_price is not None and not spot:
         yield Problem(_at("market.maxSpotPrice"), "is set but no node runs on spot.",
                       "set market.spotPercent above 0, or remove maxSpotPrice.")
-    if m.capacity_block:
-        if not m.reservation_id:
-            yield Problem(_at("market.capacityBlock"), "a Capacity Block needs its reservation id.",
-                          "set market.reservationId to the block's cr-... id.")
-        if spot:
-            yield Problem(_at("market.capacityBlock"), "a Capacity Block cannot be mixed with spot.",
-                          "set market.spotPercent to 0, or drop capacityBlock.")
+    # A Capacity Block without reservationId is the account's active one, looked up at deploy time.
+    if m.capacity_block and spot:
+        yield Problem(_at("market.capacityBlock"), "a Capacity Block cannot be mixed with spot.",
+                      "set market.spotPercent to 0, or drop capacityBlock.")
 
 
 def fabric(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
