@@ -149,8 +149,9 @@ def bundle_domain(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
     domain = spec.storage.bundle_domain
     upload = cloud.code_upload(spec.region, "", domain) if domain else None
     if isinstance(upload, str):
-        yield Problem(_at("storage.bundleDomain"), f"{cloud.title} {spec.region} needs no domain for the code "
-                      f"bundle: {upload}", "remove storage.bundleDomain.")
+        where = " ".join(filter(None, (cloud.title, spec.region)))
+        yield Problem(_at("storage.bundleDomain"), f"{where} needs no domain for the code bundle: {upload}",
+                      "remove storage.bundleDomain.")
 
 
 def unsupported(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
