@@ -63,13 +63,10 @@ def market(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
     if m.max_spot_price is not None and not spot:
         yield Problem(_at("market.maxSpotPrice"), "is set but no node runs on spot.",
                       "set market.spotPercent above 0, or remove maxSpotPrice.")
-    if m.capacity_block:
-        if not m.reservation_id:
-            yield Problem(_at("market.capacityBlock"), "a Capacity Block needs its reservation id.",
-                          "set market.reservationId to the block's cr-... id.")
-        if spot:
-            yield Problem(_at("market.capacityBlock"), "a Capacity Block cannot be mixed with spot.",
-                          "set market.spotPercent to 0, or drop capacityBlock.")
+    # A Capacity Block without reservationId is the account's active one, looked up at deploy time.
+    if m.capacity_block and spot:
+        yield Problem(_at("market.capacityBlock"), "a Capacity Block cannot be mixed with spot.",
+                      "set market.spotPercent to 0, or drop capacityBlock.")
 
 
 def fabric(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
@@ -147,6 +144,16 @@ def placement(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
                       "reason names.")
 
 
+def bundle_domain(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    """A custom domain for the bundle's upload only where the cloud's default endpoint refuses it (CodeUpload)."""
+    domain = spec.storage.bundle_domain
+    upload = cloud.code_upload(spec.region, "", domain) if domain else None
+    if isinstance(upload, str):
+        where = " ".join(filter(None, (cloud.title, spec.region)))
+        yield Problem(_at("storage.bundleDomain"), f"{where} needs no domain for the code bundle: {upload}",
+                      "remove storage.bundleDomain.")
+
+
 def unsupported(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
     m = spec.market
     asked = {
@@ -163,7 +170,8 @@ def unsupported(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
                           "remove the setting or choose another cloud.")
 
 
-RULES: tuple[Rule, ...] = (instance_type, node_counts, market, fabric, autoscaling, job, placement, unsupported)
+RULES: tuple[Rule, ...] = (instance_type, node_counts, market, fabric, autoscaling, job, placement, bundle_domain,
+                           unsupported)
 
 
 def problems_of(spec: ClusterSpec) -> list[Problem]:

@@ -28,6 +28,8 @@ FabricChoice = Literal["auto", "efa", "erdma", "rdma", "tcp"]
 SpotStrategy = Literal["price-capacity-optimized", "capacity-optimized", "lowest-price"]
 _MIRROR = re.compile(r"^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._/-]*)?$")
 _PORT_RANGE = re.compile(r"^\s*(\d{1,5})\s*-\s*(\d{1,5})\s*$")
+# A DNS name short enough that "<bucket>." (63 characters at most) in front of it stays within DNS's 253.
+_DOMAIN = re.compile(r"^(?=.{4,189}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
 
 
 def _leaf_types(annotation: Any) -> list[Any]:
@@ -145,7 +147,18 @@ class Storage(_Model):
     """Checkpoint storage and disks."""
 
     checkpoint_bucket: str | None = Field(None, description="Bucket name; unset: one named after the stack.")
+    bundle_domain: str | None = Field(
+        None, description="Alibaba Cloud, Chinese mainland regions: a domain with an ICP filing; `pulumi up` binds "
+                          "<bucket>.<this domain> to the bucket and writes the code bundle through it. Unset: through "
+                          "OSS's internal endpoint, so `pulumi up` runs inside the region.")
     root_volume_gb: int = Field(200, ge=50, le=16384, description="Encrypted root volume per node, GiB.")
+
+    @field_validator("bundle_domain")
+    @classmethod
+    def _domain(cls, value: str | None) -> str | None:
+        if value is not None and not _DOMAIN.match(value):
+            raise ValueError(f"{value!r} is not a domain name like \"code.example.com\"")
+        return value
 
 
 class ClusterSpec(_Model):

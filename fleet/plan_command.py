@@ -30,7 +30,7 @@ def cost_of(plan: ClusterPlan) -> dict[str, Any]:
 def report(preview: Preview, plan: ClusterPlan) -> dict[str, Any]:
     """The `fleet plan --json` document (docs/design.md, "The preview JSON")."""
     return {"stack": preview.stack, "cloud": plan.cloud, "resources": preview.resources, "outputs": preview.outputs,
-            "cost": cost_of(plan), "violations": evaluate(preview.resources)}
+            "cost": cost_of(plan), "warnings": preview.warnings, "violations": evaluate(preview.resources)}
 
 
 def _table(document: dict[str, Any]) -> Table:
@@ -83,6 +83,8 @@ def run(args) -> int:
     cost = document["cost"]
     hourly = "unknown (no public price)" if cost["hourly"] is None else f"${cost['hourly']:,.2f}/h"
     console.print(f"cost: {hourly} for {cost['nodes']} nodes (prices of {cost['priceDate']}, {cost['priceSource']})")
+    for warning in document["warnings"]:
+        console.print(f"[yellow]warning[/yellow] {warning}")
     for violation in document["violations"]:
         style = "red" if violation["level"] == "mandatory" else "yellow"
         console.print(f"[{style}]{violation['level']}[/{style}] {violation['policy']}: {violation['resource']}: "

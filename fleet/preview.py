@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import importlib.util
+import logging
 import runpy
 from dataclasses import dataclass, field
 from functools import cache
@@ -95,12 +96,14 @@ class _Mocks(pulumi.runtime.Mocks):
 
 
 class _RecordingMonitor(pulumi_mocks.MockMonitor):
-    """Keeps each registration's type, name, parent, inputs and options; `run_program` adds the stack's outputs."""
+    """Keeps each registration's type, name, parent, inputs and options, and the program's warnings; `run_program`
+    adds the stack's outputs."""
 
     def __init__(self, mocks: pulumi.runtime.Mocks) -> None:
         super().__init__(mocks)
         self.records: list[dict[str, Any]] = []
         self.outputs: dict[str, Any] = {}
+        self.warnings: list[str] = []
 
     def RegisterResource(self, request):
         if request.type != "pulumi:pulumi:Stack":
@@ -108,6 +111,17 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
             self.records.append({"type": request.type, "name": request.name, "parent": _short(request.parent),
                                  "inputs": _unwrap(inputs), "options": _options(request)})
         return super().RegisterResource(request)
+
+
+class _Warnings(logging.Handler):
+    """The program's `pulumi.log.warn` messages, which `pulumi preview` shows as warnings, kept in a list."""
+
+    def __init__(self, into: list[str]) -> None:
+        super().__init__(logging.WARNING)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(record.getMessage())
 
 
 def _options(request) -> dict[str, Any]:
@@ -129,22 +143,27 @@ def _options(request) -> dict[str, Any]:
 @dataclass
 class Preview:
     """What `pulumi preview` would register for one stack, recorded offline: resources, outputs, the look-ups the
-    program made, and the plan it built."""
+    program made, its warnings, and the plan it built."""
 
     stack: str
     plan: ClusterPlan | None = None
     resources: list[dict[str, Any]] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
     invokes: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def _mock_runtime(stack: StackFile) -> _RecordingMonitor:
     """A fresh mock runtime for one stack, with its config; a new root stack, or exports of an earlier run in this
     process would leak into this one."""
     monitor = _RecordingMonitor(_Mocks())
+    # A logger of this run's own (not in logging's tree): the warnings go to the run's list, nowhere else.
+    logger = logging.Logger(f"{PROJECT}.preview")
+    logger.addHandler(_Warnings(monitor.warnings))
     _fresh_event_loop()
     pulumi.runtime.settings.set_root_resource(None)
-    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack.name, preview=False, monitor=monitor)
+    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack.name, preview=False, logger=logger,
+                             monitor=monitor)
     pulumi.runtime.set_all_config(stack.engine_config())
     return monitor
 
@@ -169,7 +188,7 @@ def run_program(stack: StackFile, project_dir: Path = PROJECT_ROOT) -> Preview:
     """Run `__main__.py` for a stack under mocks; a bad stack raises SpecError, exactly as the program found it."""
     monitor = _mock_runtime(stack)
     program = project_dir / "__main__.py"
-    preview = Preview(stack=stack.name, resources=monitor.records, outputs=monitor.outputs)
+    preview = Preview(stack=stack.name, resources=monitor.records, outputs=monitor.outputs, warnings=monitor.warnings)
 
     @pulumi.runtime.test
     def run() -> pulumi.Output:

@@ -29,7 +29,7 @@ class AliCluster(pulumi.ComponentResource):
         security = AliSecurity(name, cluster=plan.name, rules=plan.firewall, vpc_id=network.vpc.id, tags=tags,
                                opts=child)
         identity = AliIdentity(name, tags=tags, opts=child)
-        storage = AliStorage(name, storage=plan.storage, tags=tags, opts=child)
+        storage = AliStorage(name, storage=plan.storage, region=plan.region, tags=tags, opts=child)
         nodes = NodeArgs.of(plan, network.private.id, security.group.id, identity.role.role_name)
         head = AliHead(name, nodes, plan.head, plan.network.head_address, opts=child)
         scaled = [AliWorkers(name, nodes, plan.worker, group, opts=child)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_alicloud as alicloud
 
+from components.alicloud.upload import upload_provider
 from components.bundle import write_bundle
 from components.paths import BUNDLE_DIR
 from components.plan.model import StoragePlan
@@ -15,7 +16,7 @@ SSE_OSS = "AES256"
 class AliStorage(pulumi.ComponentResource):
     """Checkpoints survive the nodes: they are synced here and pulled back on resume."""
 
-    def __init__(self, name: str, *, storage: StoragePlan, tags: dict[str, str],
+    def __init__(self, name: str, *, storage: StoragePlan, region: str, tags: dict[str, str],
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:alicloud:Storage", f"{name}-storage", None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -33,5 +34,21 @@ class AliStorage(pulumi.ComponentResource):
         alicloud.oss.BucketVersioning(f"{name}-versioning", bucket=self.bucket.id, status="Enabled", opts=child)
         # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
         alicloud.oss.BucketObject(f"{name}-code", bucket=self.bucket.id, key=storage.code_key,
-                                  source=str(write_bundle(BUNDLE_DIR, storage.code_sha256)), opts=child)
+                                  source=str(write_bundle(BUNDLE_DIR, storage.code_sha256)),
+                                  opts=self._upload_options(name, storage, region))
         self.register_outputs({"bucket": self.bucket.id})
+
+    def _upload_options(self, name: str, storage: StoragePlan, region: str) -> pulumi.ResourceOptions:
+        """The default provider, or the endpoint the plan names for the upload: the bucket's domain when the stack
+        has one, bound here (its HTTPS certificate is the user's, attached in the console: left alone), else the
+        internal endpoint (docs/cloud-facts.md#alibaba-oss-public-endpoint)."""
+        upload = storage.code_upload
+        if not upload.endpoint:
+            return pulumi.ResourceOptions(parent=self)
+        # What the account needs for it, in `pulumi preview` too.
+        pulumi.log.warn(upload.needs, resource=self)
+        binding = [alicloud.oss.BucketCname(
+            f"{name}-code-domain", bucket=self.bucket.id, domain=upload.bound_domain,
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["certificate"]))] if upload.bound_domain else []
+        return pulumi.ResourceOptions(parent=self, depends_on=binding, provider=upload_provider(
+            name, region=region, endpoint=upload.endpoint, parent=self))

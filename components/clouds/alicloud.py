@@ -23,10 +23,20 @@ from components.clouds.base import (
     AutoImage,
     CloudProfile,
     ImageQuery,
+    default_endpoint,
 )
 from components.errors import Problem
 from components.limits import ON_CLOUDS, CloudLimits, TagRules
-from components.plan.model import HEAD, INSTANCES, ROLES, WORKER, MarketPlan, PlacementPlan, ScalingPlan
+from components.plan.model import (
+    HEAD,
+    INSTANCES,
+    ROLES,
+    WORKER,
+    CodeUpload,
+    MarketPlan,
+    PlacementPlan,
+    ScalingPlan,
+)
 from components.plan.placement import PlacementAsk
 from components.plan.workers import mixed_group, per_market
 from components.stackfile import CLUSTER_KEY
@@ -54,6 +64,35 @@ LIMITS = CloudLimits(
     reservation_hint="the elasticity assurance or capacity reservation id the ECS console shows",
     subnet_word="vSwitch",
 )
+
+
+def in_mainland(region: str) -> bool:
+    """Mainland regions: China's (`cn-`) but Hong Kong (docs/cloud-facts.md#alibaba-oss-public-endpoint)."""
+    return region.startswith("cn-") and region != "cn-hongkong"
+
+
+def code_upload(region: str, bucket: str, domain: str | None) -> CodeUpload | str:
+    """An account that activated OSS on or after 2025-03-20 makes no data call (the bundle's upload) on a mainland
+    bucket through OSS's default public endpoint (docs/cloud-facts.md#alibaba-oss-public-endpoint). There the upload
+    goes through the stack's custom domain, bound to the bucket, or else through the region's internal endpoint,
+    which answers only inside Alibaba Cloud's network; nodes read the bundle through the internal S3 endpoint."""
+    if not in_mainland(region):
+        return default_endpoint(region, bucket, domain)
+    why = (f"accounts that activated OSS on or after 2025-03-20 may not write to a {region} bucket through OSS's "
+           "public endpoint")
+    if domain:
+        bound = f"{bucket}.{domain}"
+        return CodeUpload(endpoint=domain, bound_domain=bound, needs=(
+            f"the code bundle is written through https://{bound} ({why}): {domain} needs an ICP filing and a CNAME "
+            f"record {bound} -> {bucket}.oss-{region}.aliyuncs.com; `pulumi up` binds {bound} to the bucket (OSS "
+            "may first ask for a `_dnsauth` TXT record proving the domain is yours) and stops at the bundle until "
+            f"the binding has an HTTPS certificate for {bound} (OSS console, the bucket's domain names); then run "
+            "`pulumi up` again."))
+    internal = f"oss-{region}-internal.aliyuncs.com"
+    return CodeUpload(endpoint=internal, needs=(
+        f"the code bundle is written through OSS's internal endpoint {internal} ({why}), which answers only inside "
+        f"Alibaba Cloud's {region} network: run `pulumi up` on an ECS instance in {region}, or set "
+        "storage.bundleDomain to a domain with an ICP filing to write it through that domain from anywhere."))
 
 
 def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
@@ -113,6 +152,7 @@ ALICLOUD = CloudProfile(
     # No public image carries NVIDIA's driver: `auto` is the newest Ubuntu 22.04 system image, found at deploy time,
     # and the node installs the pinned driver stack.
     auto_image=AutoImage(lookup=ImageQuery(os="ubuntu", version="22.04")),
+    code_upload=code_upload,
     placement=placement,
     worker_groups=worker_groups,
     rules=(erdma_fixed_size,),

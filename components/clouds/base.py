@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from components.limits import CloudLimits
-from components.plan.model import FirewallRule, MarketPlan, PlacementPlan, ScalingPlan, WorkerGroupPlan
+from components.plan.model import CodeUpload, FirewallRule, MarketPlan, PlacementPlan, ScalingPlan, WorkerGroupPlan
 from components.plan.workers import mixed_group
 
 if TYPE_CHECKING:
@@ -49,6 +49,11 @@ def gpufleet_bucket(name: str, digest: str, region: str, account_id: str | None)
 
 def no_account(bucket: str) -> str | None:
     return None
+
+
+def default_endpoint(region: str, bucket: str, domain: str | None) -> CodeUpload | str:
+    """A cloud whose default endpoint takes the bundle from anywhere: nothing else to name, no domain to bind."""
+    return "its default endpoint takes the upload from anywhere." if domain else CodeUpload()
 
 
 def no_placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
@@ -101,6 +106,9 @@ class CloudProfile:
     bucket_name: Callable[[str, str, str, str | None], str] = gpufleet_bucket
     bucket_account: Callable[[str], str | None] = no_account
     account_in_bucket: bool = False
+    # How `pulumi up` writes the code bundle into a region's bucket, given the stack's `storage.bundleDomain`; or the
+    # reason that setting does not apply there (components/plan/planner.py, components/rules.py).
+    code_upload: Callable[[str, str, str | None], CodeUpload | str] = default_endpoint
     # Placement groups for a stack, or the reason the cloud cannot place it as asked (components/plan/placement.py).
     placement: Callable[[PlacementAsk], tuple[PlacementPlan, ...] | str] = no_placement
     # The worker groups the cloud launches for the workers' bounds and market (components/plan/workers.py).

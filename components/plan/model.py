@@ -163,8 +163,19 @@ class LifecyclePlan:
 
 
 @dataclass(frozen=True)
+class CodeUpload:
+    """How `pulumi up` writes the code bundle into the bucket: through the provider's default endpoint, or, where the
+    cloud refuses data calls there (docs/cloud-facts.md#alibaba-oss-public-endpoint), through another one. Nodes
+    read the bundle inside the network either way."""
+
+    endpoint: str = ""  # the object-storage endpoint the upload goes through; "" = the provider's default
+    bound_domain: str = ""  # a custom domain the stack binds to the bucket for the upload; "" = none
+    needs: str = ""  # what the deploying account or machine needs for it, as `fleet plan` says it; "" = nothing
+
+
+@dataclass(frozen=True)
 class StoragePlan:
-    """Where checkpoints and the training code bundle live, and each node's root volume."""
+    """Where checkpoints and the training code bundle live, how the bundle gets there, each node's root volume."""
 
     bucket: str
     account_id: str | None  # the account id the bucket's name carries, where the cloud's names carry one
@@ -172,6 +183,7 @@ class StoragePlan:
     code_key: str
     code_uri: str
     code_sha256: str
+    code_upload: CodeUpload
     root_volume_gb: int
 
 

@@ -55,8 +55,11 @@ def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFac
     code_key = f"code/{sha}.tar.gz"
     root = (f"file://{cloud.file_bucket.format(name=name)}" if cloud.bucket_scheme == "file"
             else f"{cloud.bucket_scheme}://{bucket}")
+    upload = cloud.code_upload(spec.region, bucket, spec.storage.bundle_domain)
+    if isinstance(upload, str):
+        raise ValueError(f"storage.bundleDomain reached the planner where it does not apply: {upload}")
     return StoragePlan(bucket=bucket, account_id=account, checkpoint_uri=f"{root}/{CHECKPOINT_PREFIX}",
-                       code_key=code_key, code_uri=f"{root}/{code_key}", code_sha256=sha,
+                       code_key=code_key, code_uri=f"{root}/{code_key}", code_sha256=sha, code_upload=upload,
                        root_volume_gb=spec.storage.root_volume_gb)
 
 
@@ -72,12 +75,15 @@ def _image(spec: ClusterSpec, cloud: CloudProfile, facts: DeployFacts) -> ImageP
     return ImagePlan(ref=facts.image_id, has_drivers=auto.has_drivers, pinned=True)
 
 
-def _market(spec: ClusterSpec, cloud: CloudProfile) -> MarketPlan:
+def _market(spec: ClusterSpec, cloud: CloudProfile, facts: DeployFacts) -> MarketPlan:
+    """The stack's market; a Capacity Block it names no reservation for is the one the deploy-time look-up found."""
     m = spec.market
+    reservation = m.reservation_id or facts.reservation_id
+    if m.capacity_block and reservation is None:
+        raise ValueError("a Capacity Block without reservationId needs the deploy-time look-up (components.plan.facts)")
     return MarketPlan(on_demand_base=max(m.on_demand_base - 1, 0), spot_percent=m.spot_percent,
                       spot_strategy=cloud.spot_strategies.get(m.spot_strategy, m.spot_strategy),
-                      max_spot_price=m.max_spot_price, reservation_id=m.reservation_id,
-                      capacity_block=m.capacity_block)
+                      max_spot_price=m.max_spot_price, reservation_id=reservation, capacity_block=m.capacity_block)
 
 
 def job_args(job: dict) -> tuple[str, ...]:
@@ -118,7 +124,7 @@ def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None, *, boo
     fabric = plan_fabric(spec.network.fabric, row, cloud.nccl_env)
     network = plan_network(spec.network.vpc_cidr, cloud.mtu[fabric.kind], cloud.nat_egress,
                            spec.network.registry_mirror or cloud.registry_mirror)
-    market = _market(spec, cloud)
+    market = _market(spec, cloud, facts)
     scaling = ScalingPlan(nodes_min=spec.counts.min, nodes_desired=spec.counts.desired, nodes_max=spec.counts.max,
                           gpu_util_target=spec.autoscaling.gpu_util_target)
     placements = cloud.placement(ask_of(spec, row))

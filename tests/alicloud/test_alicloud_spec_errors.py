@@ -94,3 +94,16 @@ def test_scaling_on_gpu_utilisation_is_refused(ali):
 def test_anti_affinity_is_refused_with_the_reason(ali):
     problem = problems(ali(network={"fabric": "erdma", "antiAffinity": True}))["gpufleet:cluster.network.antiAffinity"]
     assert "LowLatency" in problem.message and "remove network.antiAffinity" in problem.fix
+
+
+def test_a_bundle_domain_is_checked_as_a_domain(ali):
+    problem = problems(ali(storage={"bundleDomain": "https://code.example.com"}))[
+        "gpufleet:cluster.storage.bundleDomain"]
+    assert "not a domain name" in problem.message
+
+
+def test_a_bundle_domain_outside_the_mainland_is_refused(write_stack):
+    cluster = {**copy.deepcopy(ERDMA), "zone": "ap-southeast-1a", "storage": {"bundleDomain": "code.example.com"}}
+    path = write_stack(cluster, region=None, extra={"alicloud:region": "ap-southeast-1"})
+    problem = problems(load_stack_file(path))["gpufleet:cluster.storage.bundleDomain"]
+    assert "ap-southeast-1 needs no domain" in problem.message and problem.fix == "remove storage.bundleDomain."

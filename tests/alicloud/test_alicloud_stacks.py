@@ -177,6 +177,17 @@ def test_bucket_private_encrypted_versioned_with_the_code(stack):
     assert one(resources, "alicloud:oss/bucketObject:BucketObject")["key"] == plan.storage.code_key
 
 
+def test_the_code_goes_through_the_regions_internal_endpoint(stack):
+    """Both shipped stacks are in the mainland, where OSS's public endpoint refuses the upload from accounts that
+    activated OSS on or after 2025-03-20 (docs/cloud-facts.md#alibaba-oss-public-endpoint)."""
+    _, plan, resources = stack
+    (code,) = of_type(resources, "alicloud:oss/bucketObject:BucketObject")
+    (provider,) = [r for r in of_type(resources, "pulumi:providers:alicloud")
+                   if r["name"] == code["options"]["provider"].split("::")[-2]]
+    assert provider["inputs"]["region"] == plan.region
+    assert json.loads(provider["inputs"]["endpoints"]) == [{"oss": f"oss-{plan.region}-internal.aliyuncs.com"}]
+
+
 def test_role_limited_to_the_bucket_and_attached(stack):
     _, plan, resources = stack
     document = json.loads(one(resources, "alicloud:ram/policy:Policy")["policyDocument"])

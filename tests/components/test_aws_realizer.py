@@ -150,12 +150,12 @@ def test_worker_group_bounds_and_market(stack):
 
 
 def test_reservation_and_capacity_block_targeting(stack):
-    spec, _, resources, _ = stack
+    spec, plan, resources, _ = stack
     for template in of_type(resources, "LaunchTemplate"):
         inputs = template["inputs"]
-        if spec.market.reservation_id:
+        if plan.market.reservation_id:
             target = inputs["capacityReservationSpecification"]["capacityReservationTarget"]
-            assert target["capacityReservationId"] == spec.market.reservation_id
+            assert target["capacityReservationId"] == plan.market.reservation_id
         else:
             assert "capacityReservationSpecification" not in inputs
         if spec.market.capacity_block:

@@ -148,12 +148,6 @@ def test_nccl_port_range(write_stack, aws_cluster, ports, expected):
     assert problem.path == "gpufleet:cluster.network.ncclPortRange" and expected in problem.message
 
 
-def test_capacity_block_without_reservation(write_stack, aws_cluster):
-    aws_cluster["market"] = {"onDemandBase": 2, "capacityBlock": True}
-    problem = only_problem(write_stack(aws_cluster))
-    assert problem.path == "gpufleet:cluster.market.capacityBlock" and "reservationId" in problem.fix
-
-
 def test_capacity_block_mixed_with_spot(write_stack, aws_cluster):
     aws_cluster["market"] = {"onDemandBase": 2, "spotPercent": 20, "capacityBlock": True,
                              "reservationId": "cr-0123456789abcdef0"}

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_json_shape_and_exit_code(capsys):
     assert main(["plan", "--stack", "aws-p5", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert set(document) == {"stack", "cloud", "resources", "outputs", "cost", "violations"}
+    assert set(document) == {"stack", "cloud", "resources", "outputs", "cost", "warnings", "violations"}
+    assert document["warnings"] == []
     assert document["stack"] == "aws-p5" and document["cloud"] == "aws"
     resource = next(r for r in document["resources"] if r["type"] == "aws:ec2/launchTemplate:LaunchTemplate")
     assert set(resource) == {"type", "name", "parent", "inputs", "options"}
@@ -38,6 +39,15 @@ def test_table_lists_components_and_cost(capsys):
     assert main(["plan", "--stack", "aws-g4dn-dev"]) == 0
     out = capsys.readouterr().out
     assert "aws:autoscaling/group" in out and "Compute" in out and "/h for 2 nodes" in out
+
+
+def test_a_mainland_alibaba_stack_says_what_the_account_needs(capsys):
+    """The program's warning, as `pulumi preview` shows it: where the code bundle is written and what that needs
+    (docs/cloud-facts.md#alibaba-oss-public-endpoint)."""
+    assert main(["plan", "--stack", "ali-spot"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "warning the code bundle is written through OSS's internal endpoint oss-cn-hangzhou-internal" in out
+    assert "run `pulumi up` on an ECS instance in cn-hangzhou, or set storage.bundleDomain" in out
 
 
 def test_invalid_stack_exits_2_with_the_field_and_no_traceback(tmp_path):

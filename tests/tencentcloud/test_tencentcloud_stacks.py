@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from stack_preview import preview_stack
 
+from components.tencentcloud.lookups import STAND_INS, USER
+
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = sorted(ROOT.joinpath("stacks").glob("Pulumi.tencent-*.yaml"))
 INSTANCE = "tencentcloud:Instance/instance:Instance"
@@ -37,6 +39,17 @@ def one(resources, token):
 
 def test_the_example_stacks_ship():
     assert {p.stem.removeprefix("Pulumi.") for p in STACKS} == set(WORKERS)
+
+
+@pytest.mark.parametrize("path", STACKS, ids=lambda p: p.stem.removeprefix("Pulumi."))
+def test_the_bucket_ends_in_the_looked_up_appid(path):
+    """No shipped stack names a bucket with an APPID written in (COS's example, 1250000000, is nobody's account):
+    the default bucket's name ends in the APPID the program looks up from the account."""
+    _, plan, preview = preview_stack(path)
+    (asked,) = [call for call in preview.invokes if call["token"] == USER]
+    appid = STAND_INS[USER]["appId"]
+    assert asked["args"] == {} and plan.storage.account_id == appid and plan.storage.bucket.endswith(f"-{appid}")
+    assert one(preview.resources, "tencentcloud:Cos/bucket:Bucket")["bucket"] == plan.storage.bucket
 
 
 def test_hcc_nodes_all_in_the_hpc_cluster_others_never(stack):
