@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from components.clouds import profile
 from components.errors import ToolchainMissing
 from components.plan.model import ClusterPlan
 from fleet.diagram import mermaid
@@ -27,10 +28,23 @@ def cost_of(plan: ClusterPlan) -> dict[str, Any]:
             "nodes": plan.scaling.nodes_desired, "priceDate": cost.price_date, "priceSource": cost.price_source}
 
 
+def notes(plan: ClusterPlan) -> list[str]:
+    """What the plan leaves to the stack: a Docker Hub mirror for the monitoring where the cloud has none for every
+    account (CloudProfile.hub_mirror_advice)."""
+    cloud = profile(plan.cloud)
+    advice = cloud.hub_mirror_advice(plan.region)
+    if not advice or plan.network.registry_mirror:
+        return []
+    return [f"monitoring needs network.registryMirror in {plan.region}: {cloud.title} has no Docker Hub mirror there "
+            f"for every account; {advice}. Without one, Prometheus and Grafana may not pull: the monitor then fails "
+            "in its own status, and training does not wait on it. The DCGM exporter comes from nvcr.io, which no "
+            "cloud here mirrors."]
+
+
 def report(preview: Preview, plan: ClusterPlan) -> dict[str, Any]:
     """The `fleet plan --json` document (docs/design.md, "The preview JSON")."""
     return {"stack": preview.stack, "cloud": plan.cloud, "resources": preview.resources, "outputs": preview.outputs,
-            "cost": cost_of(plan), "violations": evaluate(preview.resources)}
+            "cost": cost_of(plan), "violations": evaluate(preview.resources), "notes": notes(plan)}
 
 
 def _table(document: dict[str, Any]) -> Table:
@@ -87,6 +101,8 @@ def run(args) -> int:
         style = "red" if violation["level"] == "mandatory" else "yellow"
         console.print(f"[{style}]{violation['level']}[/{style}] {violation['policy']}: {violation['resource']}: "
                       f"{violation['message']}")
+    for note in document["notes"]:
+        console.print(f"[yellow]note[/yellow] {note}")
     if "validation" in document:
         print_validation(console, document["validation"])
     return EXIT_VIOLATION if failed else EXIT_CLEAN
