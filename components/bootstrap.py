@@ -38,6 +38,8 @@ CKPT_SYNC_S = 300
 # A fresh node's role credentials and NAT route can lag cloud-init: the bundle fetch retries this often, this far apart.
 BUNDLE_FETCH_TRIES = 20
 BUNDLE_FETCH_WAIT_S = 15
+# The monitor pulls each container image within this: a registry the node cannot reach fails it in minutes, not never.
+IMAGE_PULL_TIMEOUT_S = 300
 # The node's one object-store client (cloud-init/bin/gpufleet-lib.sh aws_cli), installed from PyPI into the node's tools
 # venv where the image lacks it: S3, and OSS and COS through their S3 APIs (docs/cloud-facts.md#oss-s3-api,
 # #tencent-cos).
@@ -187,6 +189,7 @@ def node_env(node: NodeBootstrap) -> str:
         "tools": (STORE_CLIENT, *node.api_client),
         "in_scaling_group": node.in_scaling_group,
         "registry_mirror": node.registry_mirror,
+        "image_pull_timeout_s": IMAGE_PULL_TIMEOUT_S,
         "local": node.local,
         **{f"{name}_image": image for name, image in IMAGES.items()},
     }

@@ -49,6 +49,19 @@ def software_outputs(cluster: ClusterPlan) -> dict[str, object]:
                               "metric": "gpufleet_replacement_stopped"}}
 
 
+def monitoring_advice(cluster: ClusterPlan) -> list[str]:
+    """What the plan leaves to the stack for monitoring: a Docker Hub mirror where the cloud has none for every
+    account (CloudProfile.hub_mirror_advice). Training never waits on the monitor, so this is a warning."""
+    cloud = CLOUDS[cluster.cloud]
+    advice = cloud.hub_mirror_advice(cluster.region)
+    if not advice or cluster.network.registry_mirror:
+        return []
+    return [f"monitoring needs network.registryMirror in {cluster.region}: {cloud.title} has no Docker Hub mirror "
+            f"there for every account; {advice}. Without one, Prometheus and Grafana may not pull: the monitor then "
+            "fails in its own status, and training does not wait on it. The DCGM exporter comes from nvcr.io, which "
+            "no cloud here mirrors."]
+
+
 class InvalidStack(pulumi.RunError):
     """What `pulumi up` shows for a bad stack: the engine prints a RunError's message without a traceback."""
 
@@ -62,6 +75,8 @@ def main() -> None:
         cluster = plan_from_config()
     except SpecError as error:
         raise InvalidStack(error) from None
+    for advice in monitoring_advice(cluster):
+        pulumi.log.warn(advice)
     outputs = realize(cluster) | software_outputs(cluster)
     for key, value in outputs.items():
         pulumi.export(key, value)

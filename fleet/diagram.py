@@ -35,9 +35,12 @@ def _worker_node(plan: ClusterPlan, index: int, group: WorkerGroupPlan) -> tuple
 
 
 def _fabric(plan: ClusterPlan) -> str:
+    """The fabric, its devices per node and the network cards the plan spreads its interfaces over."""
     fabric = plan.fabric
     devices = f" x{fabric.devices} per node" if fabric.devices else ""
-    return f"{fabric.kind}{devices}, MTU {plan.network.mtu}"
+    cards = len({nic.card for nic in fabric.interfaces if nic.kind != "interface"})
+    spread = f" on {cards} network card{'s' if cards != 1 else ''}" if cards else ""
+    return f"{fabric.kind}{devices}{spread}, MTU {plan.network.mtu}"
 
 
 def _nodes(plan: ClusterPlan, ids: dict[str, list[str]], labels: dict[str, str]) -> list[str]:

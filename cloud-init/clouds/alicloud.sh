@@ -47,11 +47,14 @@ cloud_addresses() { # the private addresses of the cluster's running nodes, one 
     | python3 -c 'import json,sys; [print(a) for i in json.load(sys.stdin)["Instances"]["Instance"] for a in i["VpcAttributes"]["PrivateIpAddress"]["IpAddress"]]'
 }
 
+# The GPU eRDMA stack the way Alibaba's own eRDMA controller installs it: env_setup.sh --egs from the in-VPC mirror
+# (docs/cloud-facts.md#alibaba-erdma-setup). A download that fails may be the network's (the gate fails and is retried
+# on a new node); a setup that fails is the image's, so that reason is permanent.
 cloud_install_fabric() { # the fabric's driver stack, when the probe finds no device
   [ "$GF_FABRIC" = erdma ] || return 0
   log "eRDMA missing: running Alibaba's eRDMA setup"
-  curl -fsSLo /tmp/erdma_setup.sh http://mirrors.cloud.aliyuncs.com/erdma/env_setup.sh
-  bash /tmp/erdma_setup.sh --egs
+  curl -fsSLo "$RUN/erdma_setup.sh" http://mirrors.cloud.aliyuncs.com/erdma/env_setup.sh
+  bash "$RUN/erdma_setup.sh" --egs || die "fabric-stack:erdma:setup"
 }
 
 cloud_group_leaving() { return 1; } # no termination hook on its groups: only the spot notice says a node goes

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # The node scripts' Tencent Cloud adapter, sourced by gpufleet-lib.sh as gpufleet-cloud.sh: COS through its S3 API
 # (the AWS CLI, gpufleet-lib.sh's s3_compatible_copy) with the CAM role's temporary key, a failed node taken out of
-# its AS group, nodes found by their gpufleet:cluster tag. HCC images bring their RDMA stack.
+# its AS group, nodes found by their gpufleet:cluster tag. HCC RDMA comes from the image (rdma-agent).
 
 # COS's regional endpoint (its VPC address from a CVM), virtual-hosted (docs/cloud-facts.md#tencent-cos).
 COS_S3_ENDPOINT="https://cos.$GF_REGION.myqcloud.com"
@@ -46,7 +46,25 @@ cloud_addresses() { # the private addresses of the cluster's running nodes, one 
     | python3 -c 'import json,sys; [print(a) for i in json.load(sys.stdin)["InstanceSet"] for a in i["PrivateIpAddresses"]]'
 }
 
-cloud_install_fabric() { return 0; }
+# HCC RDMA is configured by rdma-agent, a systemd service Tencent's Linux public images that support RDMA install at
+# startup; a custom image may lack it (docs/cloud-facts.md#tencent-hcc), and gpufleet does not install it. Called when
+# the probe finds no RDMA device: rdma-agent gets a few minutes to appear; without it the node fails for good, since a
+# replacement boots the same image. With it, the health gate judges the devices.
+RDMA_AGENT_WAIT_S=300
+cloud_install_fabric() {
+  [ "$GF_FABRIC" = rdma ] || return 0
+  local waited=0
+  until systemctl cat rdma-agent.service >/dev/null 2>&1; do
+    if [ "$waited" -ge "$RDMA_AGENT_WAIT_S" ]; then
+      log "no rdma-agent after ${waited}s: this image does not configure HCC RDMA; boot a Tencent Linux public image" \
+        "that supports RDMA (it installs rdma-agent at startup), or give the stack's image: one that has rdma-agent"
+      die "fabric-stack:rdma:no-rdma-agent"
+    fi
+    sleep 10
+    waited=$((waited + 10))
+  done
+  log "rdma-agent is installed; the health gate judges the RDMA devices it brings up"
+}
 
 cloud_group_leaving() { return 1; } # no termination hook on its groups: only the spot notice says a node goes
 

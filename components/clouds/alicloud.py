@@ -120,6 +120,14 @@ def erdma_fixed_size(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem
                       "give nodes as one number, or use a type without eRDMA for an elastic cluster.")
 
 
+def hub_mirror_advice(region: str) -> str:
+    """Alibaba's Docker Hub accelerator is per account (docs/cloud-facts.md#tencent-registry-mirror), so a stack in
+    a mainland region (every cn-* but cn-hongkong) names its own."""
+    if not region.startswith("cn-") or region == "cn-hongkong":
+        return ""
+    return "set it to your account's accelerator from the Container Registry console (https://<id>.mirror.aliyuncs.com)"
+
+
 ALICLOUD = CloudProfile(
     name="alicloud",
     title="Alibaba Cloud",
@@ -156,4 +164,5 @@ ALICLOUD = CloudProfile(
     placement=placement,
     worker_groups=worker_groups,
     rules=(erdma_fixed_size,),
+    hub_mirror_advice=hub_mirror_advice,
 )

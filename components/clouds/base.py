@@ -56,6 +56,10 @@ def default_endpoint(region: str, bucket: str, domain: str | None) -> CodeUpload
     return "its default endpoint takes the upload from anywhere." if domain else CodeUpload()
 
 
+def no_hub_mirror_advice(region: str) -> str:
+    return ""
+
+
 def no_placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
     """A cloud that declares no placement groups places nodes by zone, and cannot spread them."""
     return "it has no spread placement for nodes." if ask.anti_affinity else ()
@@ -121,6 +125,9 @@ class CloudProfile:
     service_egress: tuple[FirewallRule, ...] = ()
     # The Docker Hub mirror its nodes reach inside the cloud (the monitoring containers' pulls), "" = Docker Hub.
     registry_mirror: str = ""
+    # Where the cloud has no Docker Hub mirror for every account: in such a region, how the stack names its own
+    # (`fleet plan` says so when network.registryMirror is unset); "" where Docker Hub or the cloud's mirror serves.
+    hub_mirror_advice: Callable[[str], str] = no_hub_mirror_advice
     # The nodes are processes on this machine (local mode: no driver install, the host's Python, paths under a node
     # root), and NCCL/gloo settings such nodes need besides the fabric's.
     runs_here: bool = False

@@ -28,16 +28,19 @@ def resolve_fabric(choice: str, row: InstanceType) -> str:
     return row.fabric if choice == "auto" else choice
 
 
-def _interfaces(kind: str, devices: int) -> tuple[Interface, ...]:
+def _interfaces(kind: str, devices: int, cards: int) -> tuple[Interface, ...]:
     """One interface per network card; the primary (card 0, device 0) carries IP, the rest are fabric-only.
 
     EFA: card0/dev0 `efa`, cards 1..N-1 `efa-only` (one IP per node; an accepted layout, docs/cloud-facts.md#aws-efa).
-    eRDMA: the primary plus ERIs on device indexes 1..N. Others: the primary alone.
+    eRDMA: the primary plus ERIs 1..N, dealt one per network card of the type's `cards` (ERIs on one card share its
+    bandwidth: docs/cloud-facts.md#alibaba-eri-cards); a type whose card count is unknown keeps them on card 0, the
+    one index every type accepts. Others: the primary alone.
     """
     if kind == "efa":
         return (Interface(0, 0, "efa"), *(Interface(card, 0, "efa-only") for card in range(1, devices)))
     if kind == "erdma":
-        return (Interface(0, 0, "interface"), *(Interface(0, device, "erdma") for device in range(1, devices + 1)))
+        return (Interface(0, 0, "interface"),
+                *(Interface((eri - 1) % cards, eri, "erdma") for eri in range(1, devices + 1)))
     return (Interface(0, 0, "interface"),)
 
 
@@ -48,4 +51,5 @@ def plan_fabric(choice: str, row: InstanceType, cloud_env: Mapping[str, str] | N
     # NCCL_NET: the fabric's network only, so a node whose plugin is missing fails at NCCL's init instead of
     # training over sockets (docs/cloud-facts.md#nccl-net); the cloud's own settings still win.
     env = dict(_COMMON + NCCL_ENV[kind]) | {"NCCL_NET": FABRIC_STACK[kind][1]} | dict(cloud_env or {})
-    return FabricPlan(kind=kind, interfaces=_interfaces(kind, devices), devices=devices, nccl_env=tuple(env.items()))
+    interfaces = _interfaces(kind, devices, row.network_cards or 1)
+    return FabricPlan(kind=kind, interfaces=interfaces, devices=devices, nccl_env=tuple(env.items()))

@@ -29,8 +29,9 @@ FABRIC_STACK = {
     "rdma": ("Mellanox OFED (rdma-core verbs)", "IB"),
     "tcp": ("", "Socket"),
 }
-# Gate failures no replacement fixes: every node of the group boots the same image and the same matrix.
-PERMANENT_FAILURES = ("driver", "torch-cuda", "fabricmanager", "nccl-net")
+# Gate failures no replacement fixes: every node of the group boots the same image and the same matrix. fabric-stack:
+# the fabric's software is neither on the image nor installable the cloud's documented way (gpufleet-fabric).
+PERMANENT_FAILURES = ("driver", "torch-cuda", "fabricmanager", "nccl-net", "fabric-stack")
 # How many nodes of one group may fail for the same permanent reason and be replaced before the rest stop asking.
 FAILURE_BUDGET = 2
 

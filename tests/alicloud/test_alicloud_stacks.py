@@ -63,6 +63,23 @@ def test_every_node_has_the_type_eri_count(stack):
         assert len([r for r in high if r["name"].startswith(f"{node['name']}-eri-")]) == eris, node["name"]
 
 
+def test_each_node_has_one_eri_per_network_card(stack):
+    """The ERIs of a node are attached one per network card index the type has (ebmgn7ex: two cards, 160 Gbit/s;
+    both on one card top out at 100: docs/cloud-facts.md#alibaba-eri-cards)."""
+    _, plan, resources = stack
+    if plan.fabric.kind != "erdma":
+        return
+    cards = plan.instance.network_cards or 1
+    attached = of_type(resources, "alicloud:ecs/ecsNetworkInterfaceAttachment:EcsNetworkInterfaceAttachment")
+    for node in of_type(resources, INSTANCE):
+        indexes = sorted(r["inputs"]["networkCardIndex"] for r in attached
+                         if r["name"].startswith(f"{node['name']}-eri-"))
+        assert len(indexes) == plan.instance.fabric_devices, node["name"]
+        assert set(indexes) == set(range(min(cards, len(indexes)))), f"{node['name']}: ERIs off the type's cards"
+        if len(indexes) <= cards:
+            assert len(set(indexes)) == len(indexes), f"{node['name']}: two ERIs share a card"
+
+
 def test_erdma_workers_are_instances_and_others_an_ess_group(stack):
     _, plan, resources = stack
     workers = worker_nodes(plan, resources)

@@ -79,20 +79,23 @@ def test_a_plain_image_holds_the_exact_pin(gpu_node):
     assert run([driver], root, env).returncode == 0
 
 
+KERNEL = "5.15.0-1034-aws"  # the image's running kernel, as the stub uname says (not the newest one)
 INSTALL_STUBS = {
-    # nvidia-smi answers only once the driver package is "installed"; every other tool records its call.
+    # nvidia-smi answers only once the driver package is "installed"; every other tool records its call. A tool
+    # fails where the test names it in GPUFLEET_TEST_FAIL ("modprobe", "linux-headers").
     "nvidia-smi": '[ -e "$GPUFLEET_TEST_CALLS.installed" ] || exit 9\necho "$GPUFLEET_TEST_DRIVER"',
+    "uname": f'[ "$*" = -r ] && echo {KERNEL} || command -p uname "$@"',
     "curl": 'echo "curl $*" >> "$GPUFLEET_TEST_CALLS"',
     "dpkg": 'echo "dpkg $*" >> "$GPUFLEET_TEST_CALLS"',
-    "modprobe": 'echo "modprobe $*" >> "$GPUFLEET_TEST_CALLS"',
+    "modprobe": 'echo "modprobe $*" >> "$GPUFLEET_TEST_CALLS"\n[ "$GPUFLEET_TEST_FAIL" != modprobe ]',
     "apt-get": 'echo "apt-get $*" >> "$GPUFLEET_TEST_CALLS"\n'
-               'case "$*" in *" install "*cuda-drivers*) touch "$GPUFLEET_TEST_CALLS.installed" ;; esac',
+               'case "$*" in *" install "*linux-headers-*) [ "$GPUFLEET_TEST_FAIL" != linux-headers ] ;;\n'
+               '  *" install "*cuda-drivers*) touch "$GPUFLEET_TEST_CALLS.installed" ;; esac',
 }
 
 
-def test_a_plain_image_installs_the_pin_from_nvidias_repository_after_indexing_it(gpu_node):
-    """The driver comes from the repository the keyring adds, so the index is refreshed after it, even when this
-    boot already ran its one `apt-get update` (the store client's python3-venv)."""
+def _install(gpu_node, fail: str = ""):
+    """gpufleet-driver on a plain image without a driver, against INSTALL_STUBS: (result, root, recorded calls)."""
     root, env, driver = gpu_node(DRIVER_VERSION, plain_image=True, driver_version=DRIVER_VERSION)
     for name, body in INSTALL_STUBS.items():
         (root / "test-bin" / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
@@ -100,16 +103,39 @@ def test_a_plain_image_installs_the_pin_from_nvidias_repository_after_indexing_i
     (root / "run/gpufleet").mkdir(parents=True, exist_ok=True)
     (root / "run/gpufleet/apt-updated").touch()
     calls = root / "calls"
-    result = run([driver], root, env | {"GPUFLEET_TEST_CALLS": str(calls)})
+    result = run([driver], root, env | {"GPUFLEET_TEST_CALLS": str(calls), "GPUFLEET_TEST_FAIL": fail})
+    return result, root, calls.read_text().splitlines()
+
+
+def test_a_plain_image_installs_the_pin_from_nvidias_repository_after_indexing_it(gpu_node):
+    """The running kernel's headers first (the driver's DKMS build targets the kernels with headers), then the driver
+    from the repository the keyring adds, so the index is refreshed after it, even when this boot already ran its one
+    `apt-get update` (the store client's python3-venv)."""
+    result, _, lines = _install(gpu_node)
     assert result.returncode == 0, result.stderr
-    lines = calls.read_text().splitlines()
     order = [line.split()[0] + (" update" if " update" in line else " install" if " install " in line else "")
              for line in lines]
-    assert order == ["curl", "dpkg", "apt-get update", "apt-get install", "modprobe"], lines
+    assert order == ["apt-get install", "curl", "dpkg", "apt-get update", "apt-get install", "modprobe"], lines
+    assert lines[0].endswith(f"install -yq --no-install-recommends linux-headers-{KERNEL}"), lines[0]
     major = DRIVER_VERSION.split(".")[0]
-    assert lines[3].endswith(f"install -yq --no-install-recommends --allow-downgrades cuda-drivers-{major}="
-                             f"{DRIVER_VERSION}-* datacenter-gpu-manager nvidia-container-toolkit"), lines[3]
-    assert "DPkg::Lock::Timeout=" in lines[3], "waits for another apt instead of failing"
+    assert lines[4].endswith(f"install -yq --no-install-recommends --allow-downgrades cuda-drivers-{major}="
+                             f"{DRIVER_VERSION}-* datacenter-gpu-manager nvidia-container-toolkit"), lines[4]
+    assert "DPkg::Lock::Timeout=" in lines[4], "waits for another apt instead of failing"
+
+
+@pytest.mark.parametrize(("fail", "reason"), [("modprobe", f"driver:module:{KERNEL}"),
+                                              ("linux-headers", f"driver:headers:{KERNEL}")])
+def test_a_driver_module_that_cannot_load_on_the_images_kernel_fails_for_good(gpu_node, local_node, tmp_path,  # noqa: F811
+                                                                              fail, reason):
+    """A module DKMS could not build for the running kernel (or no headers for it) is the image's: the node fails
+    with a permanent reason, which spends the group's failure budget instead of asking for a replacement forever."""
+    result, root, lines = _install(gpu_node, fail)
+    assert result.returncode == 1
+    assert (root / "run/gpufleet/failure").read_text() == f"{reason}\n"
+    if fail == "linux-headers":
+        assert not [line for line in lines if "cuda-drivers" in line], "no driver built without the headers"
+    outcomes = _report_from_new_nodes(local_node, reason, FAILURE_BUDGET + 1, tmp_path)
+    assert f'gpufleet_replacement_stopped{{reason="{reason}"}} 1' in outcomes[-1]
 
 
 def _report_from_new_nodes(local_node, reason: str, nodes: int, tmp_path):  # noqa: F811

@@ -43,6 +43,29 @@ def test_efa_layout_per_type(type_name):
     assert all(i.kind == "efa-only" for i in fabric.interfaces[1:])
 
 
+@pytest.mark.parametrize("type_name", [name for name in catalog.type_names("alicloud")
+                                       if catalog.lookup("alicloud", name).fabric == "erdma"])
+def test_erdma_layout_per_type(type_name):
+    """One ERI per network card where the type has as many cards (ebmgn7ex: 160 Gbit/s on two cards, 100 on one:
+    docs/cloud-facts.md#alibaba-eri-cards); card 0 for every ERI where the catalog does not know the cards."""
+    row = catalog.lookup("alicloud", type_name)
+    fabric = plan_fabric("auto", row)
+    primary, *eris = fabric.interfaces
+    assert (primary.card, primary.device, primary.kind) == (0, 0, "interface")
+    assert len(eris) == fabric.devices == row.fabric_devices and all(i.kind == "erdma" for i in eris)
+    cards = [i.card for i in eris]
+    if row.network_cards is None:
+        assert set(cards) == {0}
+    else:
+        assert set(cards) == set(range(min(row.network_cards, len(eris))))
+        assert max(cards.count(card) for card in set(cards)) == -(-len(eris) // row.network_cards)
+
+
+def test_the_two_eris_of_ebmgn7ex_sit_on_its_two_cards():
+    eris = plan_fabric("auto", catalog.lookup("alicloud", "ecs.ebmgn7ex.32xlarge")).interfaces[1:]
+    assert sorted(i.card for i in eris) == [0, 1]
+
+
 def test_network_split_and_head_address():
     net = plan_network("10.1.0.0/16", 9001, nat=True)
     private, public = ipaddress.ip_network(net.private.cidr), ipaddress.ip_network(net.public.cidr)

@@ -49,7 +49,8 @@ def test_every_stack_draws_network_nodes_bucket_and_fabric(path):
 
 def test_market_mix_placement_and_ssh(write_stack):
     p5 = mermaid(_plan("aws-p5"))
-    assert "2 on-demand + 1 spot" in p5 and "efa x32 per node" in p5
+    assert "2 on-demand + 1 spot" in p5 and "efa x32 per node on 32 network cards" in p5
+    assert "erdma x2 per node on 2 network cards, MTU 8500" in mermaid(_plan("ali-erdma"))
     assert placed(p5) == {"cluster placement group": {"head", "workers"}}
     block = mermaid(_plan("aws-p4d-capacity-block"))
     assert "capacity block cr-" in block and placed(block) == {}

@@ -28,6 +28,31 @@ def test_json_shape_and_exit_code(capsys):
     assert document["cost"]["hourly"] > 0 and document["violations"] == []
 
 
+def _notes(capsys, stack_file) -> list[str]:
+    """The preview's warnings about monitoring (an Alibaba mainland stack also warns about its code bundle)."""
+    assert main(["plan", "--stack-file", str(stack_file), "--json"]) == 0
+    return [w for w in json.loads(capsys.readouterr().out)["warnings"] if w.startswith("monitoring")]
+
+
+def test_plan_says_monitoring_needs_a_registry_mirror_where_the_cloud_has_none(capsys, write_stack):
+    """Alibaba's Docker Hub accelerator is per account: a mainland stack without network.registryMirror is told to
+    set one; one with it, one outside the mainland and a Tencent stack (its in-VPC mirror) are not."""
+    (note,) = _notes(capsys, ROOT / "stacks/Pulumi.ali-spot.yaml")
+    assert note.startswith("monitoring needs network.registryMirror in cn-hangzhou: Alibaba Cloud")
+    assert "https://<id>.mirror.aliyuncs.com" in note and "nvcr.io" in note
+    ali = {"cloud": "alicloud", "zone": "cn-hangzhou-h", "instanceType": "ecs.gn7i-c32g1.8xlarge", "nodes": 2}
+    mirrored = ali | {"network": {"registryMirror": "https://abc123.mirror.aliyuncs.com"}}
+    assert _notes(capsys, write_stack(mirrored, region=None, extra={"alicloud:region": "cn-hangzhou"})) == []
+    abroad = ali | {"zone": "ap-southeast-1a"}
+    assert _notes(capsys, write_stack(abroad, region=None, extra={"alicloud:region": "ap-southeast-1"})) == []
+    assert _notes(capsys, ROOT / "stacks/Pulumi.tencent-spot.yaml") == []
+
+
+def test_the_table_prints_the_monitoring_warning(capsys):
+    assert main(["plan", "--stack", "ali-spot"]) == 0
+    assert "warning monitoring needs network.registryMirror" in " ".join(capsys.readouterr().out.split())
+
+
 @pytest.mark.parametrize("path", sorted((ROOT / "stacks").glob("Pulumi.*.yaml")), ids=lambda p: p.stem)
 def test_every_shipped_stack_plans_clean(path, capsys):
     assert main(["plan", "--stack-file", str(path), "--json"]) == 0
