@@ -7,15 +7,17 @@ import json
 import pulumi
 import pulumi_aws as aws
 
+from components.clouds.aws import AWS
 from components.clouds.permissions import ANY, BUCKET, METRIC, OBJECTS, OWN_GROUPS, OWN_INSTANCES, SESSION, actions
 
+CALLS = AWS.node_calls  # what the nodes call, with the action each needs
 # What SSM Agent needs for Session Manager, as AWS's own AWSCloud9SSMInstanceProfile policy grants it
 # (docs/cloud-facts.md#aws-session-manager).
-SESSION_MANAGER = actions("aws", SESSION)
+SESSION_MANAGER = actions(CALLS, SESSION)
 
 
 def node_policy(cluster: str, bucket_name: str, gpu_metric: bool) -> dict:
-    """Least privilege: the action of each call a node makes (components/clouds/permissions.py,
+    """Least privilege: the action of each call a node makes (CloudProfile.node_calls,
     docs/cloud-facts.md#node-permissions), on this cluster's resources where AWS allows; the GPU metric only where
     the plan has the nodes publish it (RolePlan.gpu_metric).
 
@@ -26,24 +28,24 @@ def node_policy(cluster: str, bucket_name: str, gpu_metric: bool) -> dict:
     own = {"StringEquals": {"aws:ResourceTag/gpufleet:cluster": cluster}}
     own_group = {"StringEquals": {"autoscaling:ResourceTag/gpufleet:cluster": cluster}}
     # gpufleet-gpu-metric: the GPU utilisation the workers scale on, in the gpufleet namespace only.
-    metric = [{"Sid": "PublishGpuMetrics", "Effect": "Allow", "Action": actions("aws", METRIC),
+    metric = [{"Sid": "PublishGpuMetrics", "Effect": "Allow", "Action": actions(CALLS, METRIC),
                "Resource": ["*"], "Condition": {"StringEquals": {"cloudwatch:namespace": "gpufleet"}}}]
     return {
         "Version": "2012-10-17",
         "Statement": [
             # gpufleet-store: code bundle, checkpoints and failure records.
-            {"Sid": "ListCheckpointBucket", "Effect": "Allow", "Action": actions("aws", BUCKET),
+            {"Sid": "ListCheckpointBucket", "Effect": "Allow", "Action": actions(CALLS, BUCKET),
              "Resource": [bucket]},
-            {"Sid": "UseCheckpointBucket", "Effect": "Allow", "Action": actions("aws", OBJECTS),
+            {"Sid": "UseCheckpointBucket", "Effect": "Allow", "Action": actions(CALLS, OBJECTS),
              "Resource": [f"{bucket}/*"]},
             # gpufleet-report: tag the node failed.
-            {"Sid": "TagOwnInstance", "Effect": "Allow", "Action": actions("aws", OWN_INSTANCES),
+            {"Sid": "TagOwnInstance", "Effect": "Allow", "Action": actions(CALLS, OWN_INSTANCES),
              "Resource": ["arn:aws:ec2:*:*:instance/*"], "Condition": own},
             # gpufleet-report and gpufleet-spot: hand the node to its group to replace, let a drain go on.
-            {"Sid": "ActInOwnGroup", "Effect": "Allow", "Action": actions("aws", OWN_GROUPS), "Resource": ["*"],
+            {"Sid": "ActInOwnGroup", "Effect": "Allow", "Action": actions(CALLS, OWN_GROUPS), "Resource": ["*"],
              "Condition": own_group},
             # gpufleet-spot finds its group, gpufleet-discover (head) the cluster's nodes as scrape targets.
-            {"Sid": "Describe", "Effect": "Allow", "Action": actions("aws", ANY), "Resource": ["*"]},
+            {"Sid": "Describe", "Effect": "Allow", "Action": actions(CALLS, ANY), "Resource": ["*"]},
             *(metric if gpu_metric else []),
             # SSM Session Manager, the way in (no SSH port, no key pair): the agent's registration and channels.
             {"Sid": "SessionManager", "Effect": "Allow", "Action": SESSION_MANAGER, "Resource": ["*"]},

@@ -8,24 +8,26 @@ import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
 from components.clouds.permissions import ANY, BUCKET, OBJECTS, OWN_GROUPS, actions
+from components.clouds.tencentcloud import TENCENTCLOUD
 
+CALLS = TENCENTCLOUD.node_calls  # what the nodes call, with the action each needs
 CLUSTER_TAG = "gpufleet:cluster"
 
 
 def node_policy(bucket_name: str, account_id: str | None, region: str, cluster: str, *,
                 in_scaling_groups: bool = True) -> dict:
-    """Least privilege: the action of each call a node makes (components/clouds/permissions.py,
+    """Least privilege: the action of each call a node makes (CloudProfile.node_calls,
     docs/cloud-facts.md#node-permissions) on one bucket; list nodes; take a failed node only out of a group that
     carries the cluster's tag (qcs:resource_tag, docs/cloud-facts.md#tencent-node-permissions), where AS launched
     some of its nodes (`in_scaling_groups`)."""
     bucket = f"qcs::cos:{region}:uid/{account_id}:{bucket_name}"
     statements = [
-        {"effect": "allow", "action": actions("tencentcloud", BUCKET), "resource": [f"{bucket}/"]},
-        {"effect": "allow", "action": actions("tencentcloud", OBJECTS), "resource": [f"{bucket}/*"]},
-        {"effect": "allow", "action": actions("tencentcloud", ANY, groups=in_scaling_groups), "resource": ["*"]},
+        {"effect": "allow", "action": actions(CALLS, BUCKET), "resource": [f"{bucket}/"]},
+        {"effect": "allow", "action": actions(CALLS, OBJECTS), "resource": [f"{bucket}/*"]},
+        {"effect": "allow", "action": actions(CALLS, ANY, groups=in_scaling_groups), "resource": ["*"]},
     ]
     if in_scaling_groups:
-        statements.append({"effect": "allow", "action": actions("tencentcloud", OWN_GROUPS), "resource": ["*"],
+        statements.append({"effect": "allow", "action": actions(CALLS, OWN_GROUPS), "resource": ["*"],
                            "condition": {"for_any_value:string_equal": {
                                "qcs:resource_tag": [f"{CLUSTER_TAG}&{cluster}"]}}})
     return {"version": "2.0", "statement": statements}

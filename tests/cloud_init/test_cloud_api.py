@@ -2,7 +2,7 @@
 reading its role's temporary key from a fake metadata service (Alibaba's in hardened mode: token first) and calling
 the cloud's API through the vendors' own SDKs (the versions the node's tools venv pins), against a local stand-in
 for the API that records each request and answers as the API documents; each call recorded is one the stack's
-rendered node role grants (components/clouds/permissions.py)."""
+rendered node role grants (its profile's node_calls, components/clouds/permissions.py)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def _not_granted(stack: str, cloud: str, calls: list[dict]) -> list[str]:
     missing = []
     for call in calls:
         api = API_OF_VERSION[call["headers"].get("x-acs-version") or call["headers"]["x-tc-version"]]
-        if (action := permissions.action(cloud, api, call["action"])) not in granted:
+        if (action := permissions.action(profile(cloud).node_calls, api, call["action"])) not in granted:
             missing.append(f"{api} {call['action']} needs {action}")
     return missing
 

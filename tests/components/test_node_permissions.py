@@ -1,10 +1,10 @@
-"""The nodes' role on every shipped cloud stack grants exactly the actions of the calls its nodes make
-(components/clouds/permissions.py): the table in code is the one docs/cloud-facts.md#node-permissions documents with
-each cloud's source; every cloud API call the node scripts make is in it, and every call it holds is one a node script
-makes or one it says why it keeps; and the role each stack renders grants each of those actions on the scope the table
-gives it, and nothing else. The store calls are held against what booted nodes asked of the store in
-tests/boot/test_boot.py, the Alibaba and Tencent API calls against their stand-in in tests/cloud_init/test_cloud_api.py.
-"""
+"""The nodes' role on every shipped cloud stack grants exactly the actions of the calls its nodes make (each
+profile's `node_calls`, components/clouds/permissions.py): the calls in code are the table
+docs/cloud-facts.md#node-permissions documents with each cloud's source; every cloud API call the node scripts make is
+among them, and every one is a call a node script makes or one the table says why it keeps; and the role each stack
+renders grants each of those actions on the scope the call gives it, and nothing else. The store calls are held
+against what booted nodes asked of the store in tests/boot/test_boot.py, the Alibaba and Tencent API calls against
+their stand-in in tests/cloud_init/test_cloud_api.py."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from node_policies import grants, reader, resources_of
 
 from components.boot.cluster import node_settings
-from components.clouds import permissions
+from components.clouds import permissions, profile
 from components.clouds.permissions import ANY, BUCKET, METRIC, OBJECTS, OWN_GROUPS, OWN_INSTANCES, SESSION
 from fleet.stacks import resolve, spec_and_plan
 
@@ -46,9 +46,13 @@ def documented() -> dict[tuple[str, str], dict]:
     return rows
 
 
-def test_the_table_in_code_is_the_documented_one():
-    table = {(c.api, c.operation): {"actions": dict(c.actions), "documented_only": c.documented_only}
-             for c in permissions.CALLS}
+def test_the_calls_in_code_are_the_documented_table():
+    table: dict[tuple[str, str], dict] = {}
+    for cloud in COLUMNS:
+        for c in profile(cloud).node_calls:
+            row = table.setdefault((c.api, c.operation), {"actions": {}, "documented_only": c.documented_only})
+            row["actions"][cloud] = c.action
+            assert row["documented_only"] == c.documented_only, (cloud, c)
     assert table == documented()
 
 
@@ -64,7 +68,7 @@ def script_calls(cloud: str) -> set[tuple[str, str]]:
 
 @pytest.mark.parametrize("cloud", sorted(COLUMNS))
 def test_the_table_holds_exactly_the_api_calls_of_the_node_scripts(cloud):
-    table = {(c.api, c.operation) for c in permissions.calls(cloud)
+    table = {(c.api, c.operation) for c in profile(cloud).node_calls
              if c.api != permissions.STORE and not c.documented_only}
     made = script_calls(cloud)
     assert made, f"no API call found in the {cloud} scripts: the pattern no longer matches them"
@@ -95,9 +99,9 @@ def test_the_node_role_grants_the_actions_of_the_calls_its_nodes_make_and_nothin
     resources = resources_of(stack)
     granted = grants(resources)
     in_groups = node_settings(plan.worker.user_data)["GF_IN_SCALING_GROUP"] == "1"
-    made = [c for c in permissions.calls(plan.cloud)
+    made = [c for c in profile(plan.cloud).node_calls
             if (in_groups or not c.grouped) and (plan.head.gpu_metric or c.scope != METRIC)]
-    assert set(granted) == {c.actions[plan.cloud] for c in made}
+    assert set(granted) == {c.action for c in made}
     for call in made:
-        statements = granted[call.actions[plan.cloud]]
+        statements = granted[call.action]
         assert all(_scoped(call.scope, s, plan, reader(resources).bucket_of) for s in statements), (call, statements)
