@@ -8,23 +8,28 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_alicloud as alicloud
 
+from components.clouds.alicloud import ALICLOUD
+from components.clouds.permissions import ANY, BUCKET, OBJECTS, OWN_GROUPS, OWN_INSTANCES, actions
+
+CALLS = ALICLOUD.node_calls  # what the nodes call, with the action each needs
 CLUSTER_TAG = "gpufleet:cluster"
 
 
 def node_policy(bucket_name: str, *, region: str, cluster: str, scaling_groups: Sequence[str] = ()) -> dict:
-    """Least privilege: read/write one bucket; list nodes; tag only the cluster's instances (by its tag) and mark
-    unhealthy only in its own scaling groups (docs/cloud-facts.md#alibaba-node-permissions)."""
+    """Least privilege: the action of each call a node makes (CloudProfile.node_calls,
+    docs/cloud-facts.md#node-permissions) on one bucket; list nodes; tag only the cluster's instances (by its tag)
+    and mark unhealthy only in its own scaling groups (docs/cloud-facts.md#alibaba-node-permissions)."""
     bucket = f"acs:oss:*:*:{bucket_name}"
     statements = [
-        {"Effect": "Allow", "Action": ["oss:ListObjects", "oss:GetBucketInfo"], "Resource": [bucket]},
-        {"Effect": "Allow", "Action": ["oss:GetObject", "oss:PutObject", "oss:DeleteObject"],
-         "Resource": [f"{bucket}/*"]},
-        {"Effect": "Allow", "Action": ["ecs:DescribeInstances"], "Resource": ["*"]},
-        {"Effect": "Allow", "Action": ["ecs:TagResources"], "Resource": [f"acs:ecs:{region}:*:instance/*"],
+        {"Effect": "Allow", "Action": actions(CALLS, BUCKET), "Resource": [bucket]},
+        {"Effect": "Allow", "Action": actions(CALLS, OBJECTS), "Resource": [f"{bucket}/*"]},
+        {"Effect": "Allow", "Action": actions(CALLS, ANY), "Resource": ["*"]},
+        {"Effect": "Allow", "Action": actions(CALLS, OWN_INSTANCES),
+         "Resource": [f"acs:ecs:{region}:*:instance/*"],
          "Condition": {"StringEquals": {f"acs:ResourceTag/{CLUSTER_TAG}": [cluster]}}},
     ]
-    if scaling_groups:
-        statements.append({"Effect": "Allow", "Action": ["ess:SetInstanceHealth"],
+    if scaling_groups:  # only a worker ESS launched reports to its group
+        statements.append({"Effect": "Allow", "Action": actions(CALLS, OWN_GROUPS),
                            "Resource": [f"acs:ess:{region}:*:scalinggroup/{group}" for group in scaling_groups]})
     return {"Version": "1", "Statement": statements}
 

@@ -1,4 +1,4 @@
-"""The nodes' role: exactly the calls the node scripts make, scoped to the cluster, and Session Manager."""
+"""The nodes' role: exactly the calls the nodes make, scoped to the cluster, and Session Manager."""
 
 from __future__ import annotations
 
@@ -7,15 +7,19 @@ import json
 import pulumi
 import pulumi_aws as aws
 
+from components.clouds.aws import AWS
+from components.clouds.permissions import ANY, BUCKET, METRIC, OBJECTS, OWN_GROUPS, OWN_INSTANCES, SESSION, actions
+
+CALLS = AWS.node_calls  # what the nodes call, with the action each needs
 # What SSM Agent needs for Session Manager, as AWS's own AWSCloud9SSMInstanceProfile policy grants it
 # (docs/cloud-facts.md#aws-session-manager).
-SESSION_MANAGER = ["ssm:UpdateInstanceInformation", "ssmmessages:CreateControlChannel",
-                   "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel"]
+SESSION_MANAGER = actions(CALLS, SESSION)
 
 
 def node_policy(cluster: str, bucket_name: str, gpu_metric: bool) -> dict:
-    """Least privilege: each call a node script makes (cloud-init/clouds/aws.sh), on this cluster's resources where
-    AWS allows; the GPU metric only where the plan has the nodes publish it (RolePlan.gpu_metric).
+    """Least privilege: the action of each call a node makes (CloudProfile.node_calls,
+    docs/cloud-facts.md#node-permissions), on this cluster's resources where AWS allows; the GPU metric only where
+    the plan has the nodes publish it (RolePlan.gpu_metric).
 
     Describe calls and the Session Manager channel take no resource or tag condition (AWS's service authorization
     reference lists none for them): they read, or act only on the calling instance's own registration.
@@ -24,27 +28,24 @@ def node_policy(cluster: str, bucket_name: str, gpu_metric: bool) -> dict:
     own = {"StringEquals": {"aws:ResourceTag/gpufleet:cluster": cluster}}
     own_group = {"StringEquals": {"autoscaling:ResourceTag/gpufleet:cluster": cluster}}
     # gpufleet-gpu-metric: the GPU utilisation the workers scale on, in the gpufleet namespace only.
-    metric = [{"Sid": "PublishGpuMetrics", "Effect": "Allow", "Action": ["cloudwatch:PutMetricData"],
+    metric = [{"Sid": "PublishGpuMetrics", "Effect": "Allow", "Action": actions(CALLS, METRIC),
                "Resource": ["*"], "Condition": {"StringEquals": {"cloudwatch:namespace": "gpufleet"}}}]
     return {
         "Version": "2012-10-17",
         "Statement": [
-            # gpufleet-store: code bundle and checkpoints.
-            {"Sid": "ListCheckpointBucket", "Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": [bucket]},
-            {"Sid": "UseCheckpointBucket", "Effect": "Allow",
-             "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"], "Resource": [f"{bucket}/*"]},
-            # gpufleet-report: tag the node failed and hand it to the group to replace.
-            {"Sid": "TagOwnInstance", "Effect": "Allow", "Action": ["ec2:CreateTags"],
+            # gpufleet-store: code bundle, checkpoints and failure records.
+            {"Sid": "ListCheckpointBucket", "Effect": "Allow", "Action": actions(CALLS, BUCKET),
+             "Resource": [bucket]},
+            {"Sid": "UseCheckpointBucket", "Effect": "Allow", "Action": actions(CALLS, OBJECTS),
+             "Resource": [f"{bucket}/*"]},
+            # gpufleet-report: tag the node failed.
+            {"Sid": "TagOwnInstance", "Effect": "Allow", "Action": actions(CALLS, OWN_INSTANCES),
              "Resource": ["arn:aws:ec2:*:*:instance/*"], "Condition": own},
-            {"Sid": "ReportOwnHealth", "Effect": "Allow", "Action": ["autoscaling:SetInstanceHealth"],
-             "Resource": ["*"], "Condition": own_group},
-            # gpufleet-spot: a worker the group terminates checkpoints, then lets the termination go on.
-            {"Sid": "CompleteOwnDrain", "Effect": "Allow", "Action": ["autoscaling:CompleteLifecycleAction"],
-             "Resource": ["*"], "Condition": own_group},
-            {"Sid": "FindOwnGroup", "Effect": "Allow", "Action": ["autoscaling:DescribeAutoScalingInstances"],
-             "Resource": ["*"]},
-            # gpufleet-discover (head): the cluster's nodes as scrape targets, found by their cluster tag.
-            {"Sid": "DiscoverNodes", "Effect": "Allow", "Action": ["ec2:DescribeInstances"], "Resource": ["*"]},
+            # gpufleet-report and gpufleet-spot: hand the node to its group to replace, let a drain go on.
+            {"Sid": "ActInOwnGroup", "Effect": "Allow", "Action": actions(CALLS, OWN_GROUPS), "Resource": ["*"],
+             "Condition": own_group},
+            # gpufleet-spot finds its group, gpufleet-discover (head) the cluster's nodes as scrape targets.
+            {"Sid": "Describe", "Effect": "Allow", "Action": actions(CALLS, ANY), "Resource": ["*"]},
             *(metric if gpu_metric else []),
             # SSM Session Manager, the way in (no SSH port, no key pair): the agent's registration and channels.
             {"Sid": "SessionManager", "Effect": "Allow", "Action": SESSION_MANAGER, "Resource": ["*"]},

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from components import bundle
-from components.boot import apt, clouds, gpu, lifetime, metadata, network, pypi, rootfs, store, tls, vpc
+from components.boot import apt, clouds, gpu, lifetime, metadata, network, pypi, rootfs, store, storelog, tls, vpc
 from components.boot.machine import Machine, MachineConfig, cgroup_path
 from components.local.cloudconfig import document
 from components.plan.model import ClusterPlan
@@ -105,6 +105,11 @@ class Boot:
     def node(self, name: str) -> BootNode:
         return next(n for n in self.nodes if n.name == name)
 
+    def store_requests(self) -> list[dict]:
+        """What the nodes asked of the store (and, on AWS, of EC2 and Auto Scaling) so far, one dict per request
+        (components.boot.storelog), oldest first; none where the bucket is a directory."""
+        return storelog.read(self.directory / storelog.NAME)
+
     def __enter__(self) -> Boot:
         try:
             self._start()
@@ -144,7 +149,8 @@ class Boot:
             seed = self.directory / "store-seed.json"
             seed.write_text(json.dumps(store.seed(plan, code)))
             self._service("store", [sys.executable, "-m", "components.boot.store", gateway, str(certs.cert),
-                                    str(certs.key), str(certs.ca), str(seed)], timeout=120)
+                                    str(certs.key), str(certs.ca), str(seed), str(self.directory / storelog.NAME)],
+                          timeout=120)
 
         user_data = {"head": plan.head.user_data, "worker": plan.worker.user_data}
         settings = {role: node_settings(text) for role, text in user_data.items()}

@@ -3,8 +3,9 @@ bridge, reached by each cloud's own endpoint names (the VPC's resolver points th
 holding what the realizer uploads: the code bundle (components.bundle) at the plan's code key. On AWS the same
 server answers the EC2 and Auto Scaling calls a node makes.
 
-Run as `python -m components.boot.store ADDRESS CERT KEY CA SEED.json` in the bridge namespace: it listens on
-ADDRESS:443, creates each bucket of SEED and puts its objects through the S3 API, then prints "ready".
+Run as `python -m components.boot.store ADDRESS CERT KEY CA SEED.json LOG` in the bridge namespace: it listens on
+ADDRESS:443, creates each bucket of SEED and puts its objects through the S3 API, then records every request after
+that in LOG (components.boot.storelog: what the nodes asked of it, by operation) and prints "ready".
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 import threading
 from pathlib import Path
 
+from components.boot import storelog
 from components.plan.model import ClusterPlan
 
 
@@ -53,13 +55,14 @@ def seed(plan: ClusterPlan, bundle: Path) -> dict:
                          "objects": {plan.storage.code_key: str(bundle)}}]}
 
 
-def _serve(address: str, cert: str, key: str) -> None:
+def _serve(address: str, cert: str, key: str, log: Path, buckets: list[str]) -> storelog.Recorder:
     from moto.server import DomainDispatcherApplication, create_backend_app
     from werkzeug.serving import make_server
 
-    server = make_server(address, 443, DomainDispatcherApplication(create_backend_app), threaded=True,
-                         ssl_context=(cert, key))
+    app = storelog.Recorder(DomainDispatcherApplication(create_backend_app), log, buckets)
+    server = make_server(address, 443, app, threaded=True, ssl_context=(cert, key))
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    return app
 
 
 def _put(address: str, ca: str, content: dict) -> None:
@@ -78,9 +81,12 @@ def _put(address: str, ca: str, content: dict) -> None:
 
 
 if __name__ == "__main__":
-    listen, cert_path, key_path, ca_path, seed_path = sys.argv[1:]
+    listen, cert_path, key_path, ca_path, seed_path, log_path = sys.argv[1:]
     os.environ.setdefault("MOTO_ALLOW_NONEXISTENT_REGION", "true")
-    _serve(listen, cert_path, key_path)
-    _put(listen, ca_path, json.loads(Path(seed_path).read_text()))
+    content = json.loads(Path(seed_path).read_text())
+    buckets = [bucket["name"] for bucket in content["buckets"]]
+    recorder = _serve(listen, cert_path, key_path, Path(log_path), buckets)
+    _put(listen, ca_path, content)
+    recorder.recording = True  # what the harness put there is not what a node asked for
     print("ready", flush=True)
     threading.Event().wait()

@@ -25,6 +25,7 @@ from components.clouds.base import (
     ImageQuery,
     default_endpoint,
 )
+from components.clouds.permissions import ANY, OWN_GROUPS, OWN_INSTANCES, api_call, store_calls
 from components.errors import Problem
 from components.limits import ON_CLOUDS, CloudLimits, TagRules
 from components.plan.model import (
@@ -123,10 +124,21 @@ def erdma_fixed_size(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem
 def hub_mirror_advice(region: str) -> str:
     """Alibaba's Docker Hub accelerator is per account (docs/cloud-facts.md#tencent-registry-mirror), so a stack in
     a mainland region (every cn-* but cn-hongkong) names its own."""
-    if not region.startswith("cn-") or region == "cn-hongkong":
+    if not in_mainland(region):
         return ""
     return "set it to your account's accelerator from the Container Registry console (https://<id>.mirror.aliyuncs.com)"
 
+
+# docs/cloud-facts.md#node-permissions: OSS through its S3 API (docs/cloud-facts.md#oss-s3-api) and
+# cloud-init/clouds/alicloud.sh's calls (gpufleet-discover, gpufleet-report).
+NODE_CALLS = (
+    *store_calls(ListObjectsV2="oss:ListObjects", HeadObject="oss:GetObject", GetObject="oss:GetObject",
+                 PutObject="oss:PutObject", CreateMultipartUpload="oss:PutObject", UploadPart="oss:PutObject",
+                 CompleteMultipartUpload="oss:PutObject", AbortMultipartUpload="oss:AbortMultipartUpload"),
+    api_call("ecs:DescribeInstances", ANY),
+    api_call("ecs:TagResources", OWN_INSTANCES),
+    api_call("ess:SetInstanceHealth", OWN_GROUPS, grouped=True),
+)
 
 ALICLOUD = CloudProfile(
     name="alicloud",
@@ -142,6 +154,7 @@ ALICLOUD = CloudProfile(
     imds_token_url="http://100.100.100.200/latest/api/token",
     imds_token_header="X-aliyun-ecs-metadata-token",
     api_client=("alibabacloud-tea-openapi==0.4.6",),  # docs/cloud-facts.md#alibaba-node-api
+    node_calls=NODE_CALLS,
     spot_discount=0.60,
     reserved_discount=0.30,
     spot_strategies=MappingProxyType({

@@ -9,6 +9,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from components.clouds.base import AutoImage, CloudProfile
+from components.clouds.permissions import ANY, METRIC, OWN_GROUPS, OWN_INSTANCES, SESSION, api_call, store_calls
 from components.errors import Problem
 from components.limits import ON_CLOUDS, CloudLimits, TagRules
 from components.plan.lifecycle import DRAIN, HEAD_REPLACED, HEALTH_GRACE, REBALANCE, REFRESH
@@ -75,6 +76,25 @@ def no_ssh(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
                       "allows Session Manager, no port is needed).")
 
 
+# docs/cloud-facts.md#node-permissions: S3 through the AWS CLI; cloud-init/clouds/aws.sh's calls (gpufleet-discover,
+# gpufleet-report, gpufleet-spot's drain, gpufleet-gpu-metric); SSM Agent's own calls for Session Manager
+# (docs/cloud-facts.md#aws-session-manager).
+NODE_CALLS = (
+    *store_calls(ListObjectsV2="s3:ListBucket", HeadObject="s3:GetObject", GetObject="s3:GetObject",
+                 PutObject="s3:PutObject", CreateMultipartUpload="s3:PutObject", UploadPart="s3:PutObject",
+                 CompleteMultipartUpload="s3:PutObject", AbortMultipartUpload="s3:AbortMultipartUpload"),
+    api_call("ec2:DescribeInstances", ANY),
+    api_call("ec2:CreateTags", OWN_INSTANCES),
+    api_call("autoscaling:SetInstanceHealth", OWN_GROUPS),
+    api_call("autoscaling:DescribeAutoScalingInstances", ANY),
+    api_call("autoscaling:CompleteLifecycleAction", OWN_GROUPS),
+    api_call("cloudwatch:PutMetricData", METRIC),
+    *(api_call(action, SESSION, documented_only=True)
+      for action in ("ssm:UpdateInstanceInformation", "ssmmessages:CreateControlChannel",
+                     "ssmmessages:CreateDataChannel", "ssmmessages:OpenControlChannel",
+                     "ssmmessages:OpenDataChannel")),
+)
+
 AWS = CloudProfile(
     name="aws",
     title="AWS",
@@ -87,6 +107,7 @@ AWS = CloudProfile(
     metadata_url="http://169.254.169.254/latest/meta-data",
     imds_token_url="http://169.254.169.254/latest/api/token",
     imds_token_header="X-aws-ec2-metadata-token",
+    node_calls=NODE_CALLS,
     # Cost assumptions, documented in the README and overridable: typical spot and 1-year reservation savings.
     spot_discount=0.60,
     reserved_discount=0.35,

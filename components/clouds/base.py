@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from components.clouds.permissions import Call
 from components.limits import CloudLimits
 from components.plan.model import CodeUpload, FirewallRule, MarketPlan, PlacementPlan, ScalingPlan, WorkerGroupPlan
 from components.plan.workers import mixed_group
@@ -91,6 +92,9 @@ class CloudProfile:
     # The pinned SDK its node scripts call the cloud's API through (cloud-init/clouds/<name>_api.py, installed into
     # the node's tools venv beside the store client); () = no such tool (AWS: the store client is its CLI).
     api_client: tuple[str, ...] = ()
+    # Every call its nodes make with their role and the action it is authorised by: what the node policy grants
+    # (components/clouds/permissions.py, docs/cloud-facts.md#node-permissions); () = the nodes have no role.
+    node_calls: tuple[Call, ...] = ()
     spot_discount: float = 0.0
     reserved_discount: float = 0.0
     # Base64 bytes of user-data a node may get: 16 KB on EC2, ECS and CVM alike

@@ -26,6 +26,7 @@ from components.clouds.base import (
     CloudProfile,
     ImageQuery,
 )
+from components.clouds.permissions import ANY, OWN_GROUPS, api_call, store_calls
 from components.errors import Problem
 from components.limits import ON_CLOUDS, CloudLimits, TagRules
 from components.plan.model import (
@@ -149,6 +150,18 @@ def bucket_name(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
                       "it for a bucket named after the cluster and the account.")
 
 
+# docs/cloud-facts.md#node-permissions: COS through its S3 API, where each multipart operation is authorised by an
+# action of its own, and cloud-init/clouds/tencentcloud.sh's calls (gpufleet-discover, gpufleet-report).
+NODE_CALLS = (
+    *store_calls(ListObjectsV2="name/cos:GetBucket", HeadObject="name/cos:HeadObject", GetObject="name/cos:GetObject",
+                 PutObject="name/cos:PutObject", CreateMultipartUpload="name/cos:InitiateMultipartUpload",
+                 UploadPart="name/cos:UploadPart", CompleteMultipartUpload="name/cos:CompleteMultipartUpload",
+                 AbortMultipartUpload="name/cos:AbortMultipartUpload"),
+    api_call("name/cvm:DescribeInstances", ANY),
+    api_call("name/as:DescribeAutoScalingInstances", ANY, grouped=True),
+    api_call("name/as:RemoveInstances", OWN_GROUPS, grouped=True),
+)
+
 TENCENTCLOUD = CloudProfile(
     name="tencentcloud",
     title="Tencent Cloud",
@@ -160,6 +173,7 @@ TENCENTCLOUD = CloudProfile(
     limits=LIMITS,
     metadata_url="http://metadata.tencentyun.com/latest/meta-data",
     api_client=("tencentcloud-sdk-python-common==3.1.195",),  # docs/cloud-facts.md#tencent-node-api
+    node_calls=NODE_CALLS,
     spot_discount=0.60,
     reserved_discount=0.30,
     unsupported=MappingProxyType({

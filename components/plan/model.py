@@ -138,6 +138,12 @@ class WorkerGroupPlan:
     max_size: int
 
 
+def in_scaling_groups(workers: tuple[WorkerGroupPlan, ...]) -> bool:
+    """The workers are launched by the cloud's scaling groups, so they report failures to them (GF_IN_SCALING_GROUP)
+    and their role may act on those groups; fixed instances have no group to report to."""
+    return bool(workers) and all(group.form == SCALING_GROUP for group in workers)
+
+
 @dataclass(frozen=True)
 class DrainPlan:
     """A termination hook on each worker group: a worker the group takes away (scale-in, rebalance, refresh,

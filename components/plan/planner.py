@@ -18,7 +18,6 @@ from components.plan.lifecycle import plan_lifecycle
 from components.plan.model import (
     ROLE_TAG,
     ROLES,
-    SCALING_GROUP,
     WORKER,
     ClusterPlan,
     ImagePlan,
@@ -27,6 +26,7 @@ from components.plan.model import (
     RolePlan,
     ScalingPlan,
     StoragePlan,
+    in_scaling_groups,
 )
 from components.plan.network import plan_network
 from components.plan.placement import ask_of
@@ -142,7 +142,7 @@ def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None, *, boo
             *sorted(spec.tags.items()))
     lifecycle = plan_lifecycle(cloud.lifecycle, market, spec.autoscaling.standby)
     workers = cloud.worker_groups(scaling, market, placements)
-    grouped = bool(workers) and all(group.form == SCALING_GROUP for group in workers)
+    grouped = in_scaling_groups(workers)
     head, worker = (_role(cloud, row, role, name, spec, job, market, lifecycle, tags, fabric=fabric, network=network,
                           storage=storage, image=image, software=software, in_scaling_group=role == WORKER and grouped)
                     for role in ROLES)

@@ -7,7 +7,7 @@ from typing import Any
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.plan.model import INSTANCES, SCALING_GROUP, ClusterPlan
+from components.plan.model import INSTANCES, SCALING_GROUP, ClusterPlan, in_scaling_groups
 from components.realizers.outputs import plan_outputs
 from components.tencentcloud.groups import TcWorkerGroups
 from components.tencentcloud.identity import TcIdentity
@@ -32,7 +32,8 @@ class TcCluster(pulumi.ComponentResource):
         network = TcNetwork(name, net=plan.network, zone=plan.zone, tags=tags, opts=child)
         security = TcSecurity(name, cluster=plan.name, rules=plan.firewall, tags=tags, opts=child)
         identity = TcIdentity(name, bucket=plan.storage.bucket, account_id=plan.storage.account_id,
-                              region=plan.region, cluster=plan.name, tags=tags, opts=child)
+                              region=plan.region, cluster=plan.name,
+                              in_scaling_groups=in_scaling_groups(plan.workers), tags=tags, opts=child)
         storage = TcStorage(name, storage=plan.storage, tags=tags, opts=child)
         made = {}
         for group in plan.placements:

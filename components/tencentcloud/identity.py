@@ -7,33 +7,37 @@ import json
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
+from components.clouds.permissions import ANY, BUCKET, OBJECTS, OWN_GROUPS, actions
+from components.clouds.tencentcloud import TENCENTCLOUD
+
+CALLS = TENCENTCLOUD.node_calls  # what the nodes call, with the action each needs
 CLUSTER_TAG = "gpufleet:cluster"
 
 
-def node_policy(bucket_name: str, account_id: str | None, region: str, cluster: str) -> dict:
-    """Least privilege: read/write one bucket; list nodes; take a failed node only out of a group that carries the
-    cluster's tag (qcs:resource_tag, docs/cloud-facts.md#tencent-node-permissions)."""
+def node_policy(bucket_name: str, account_id: str | None, region: str, cluster: str, *,
+                in_scaling_groups: bool = True) -> dict:
+    """Least privilege: the action of each call a node makes (CloudProfile.node_calls,
+    docs/cloud-facts.md#node-permissions) on one bucket; list nodes; take a failed node only out of a group that
+    carries the cluster's tag (qcs:resource_tag, docs/cloud-facts.md#tencent-node-permissions), where AS launched
+    some of its nodes (`in_scaling_groups`)."""
     bucket = f"qcs::cos:{region}:uid/{account_id}:{bucket_name}"
-    return {
-        "version": "2.0",
-        "statement": [
-            {"effect": "allow", "action": ["name/cos:GetBucket", "name/cos:HeadBucket"], "resource": [f"{bucket}/"]},
-            {"effect": "allow", "action": ["name/cos:GetObject", "name/cos:HeadObject", "name/cos:PutObject",
-                                           "name/cos:DeleteObject"], "resource": [f"{bucket}/*"]},
-            {"effect": "allow", "action": ["name/cvm:DescribeInstances", "name/as:DescribeAutoScalingInstances"],
-             "resource": ["*"]},
-            {"effect": "allow", "action": ["name/as:RemoveInstances"], "resource": ["*"],
-             "condition": {"for_any_value:string_equal": {"qcs:resource_tag": [f"{CLUSTER_TAG}&{cluster}"]}}},
-        ],
-    }
+    statements = [
+        {"effect": "allow", "action": actions(CALLS, BUCKET), "resource": [f"{bucket}/"]},
+        {"effect": "allow", "action": actions(CALLS, OBJECTS), "resource": [f"{bucket}/*"]},
+        {"effect": "allow", "action": actions(CALLS, ANY, groups=in_scaling_groups), "resource": ["*"]},
+    ]
+    if in_scaling_groups:
+        statements.append({"effect": "allow", "action": actions(CALLS, OWN_GROUPS), "resource": ["*"],
+                           "condition": {"for_any_value:string_equal": {
+                               "qcs:resource_tag": [f"{CLUSTER_TAG}&{cluster}"]}}})
+    return {"version": "2.0", "statement": statements}
 
 
 class TcIdentity(pulumi.ComponentResource):
     """Role CVM assumes, its one policy, and the attachment of the two."""
 
     def __init__(self, name: str, *, bucket: str, account_id: str | None, region: str, cluster: str,
-                 tags: dict[str, str],
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+                 in_scaling_groups: bool, tags: dict[str, str], opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:tencentcloud:Identity", f"{name}-identity", None, opts)
         child = pulumi.ResourceOptions(parent=self)
         trust = {"version": "2.0", "statement": [
@@ -43,7 +47,8 @@ class TcIdentity(pulumi.ComponentResource):
                                           console_login=False, tags=tags, opts=child)
         # Its only permissions.
         policy = tencentcloud.cam.Policy(f"{name}-node-policy", name=f"{name}-node",
-                                         document=json.dumps(node_policy(bucket, account_id, region, cluster)),
+                                         document=json.dumps(node_policy(bucket, account_id, region, cluster,
+                                                                         in_scaling_groups=in_scaling_groups)),
                                          opts=child)
         # The policy on the role.
         tencentcloud.cam.RolePolicyAttachment(f"{name}-node-policy-attachment", role_id=self.role.id,

@@ -10,13 +10,16 @@ import base64
 import gzip
 import json
 import os
+import shlex
 import time
 
 import pytest
+from boot_helpers import wait
+from node_policies import grants, resources_of
 
 from components.boot import report, store
 from components.boot.cluster import Boot
-from components.clouds import profile
+from components.clouds import permissions, profile
 from components.local.cloudconfig import document
 from components.realizers.encoding import gzip_base64
 from fleet.stacks import resolve, spec_and_plan
@@ -154,3 +157,82 @@ def test_a_warming_aws_node_waits_for_service_then_starts_its_gate(booted):
     while time.monotonic() < deadline and not gate_started():
         time.sleep(2)
     assert gate_started(), worker.machine.run("journalctl", "-u", "gpufleet-in-service", "--no-pager").stdout[-2000:]
+
+
+# Above the store client's 8 MB multipart threshold (docs/cloud-facts.md#node-permissions): it goes up in parts.
+CHECKPOINT_BYTES = 12 * 1024 * 1024
+LEFT_THE_JOB = "left the job after the interruption notice"
+
+
+def _write_checkpoint(node, name: str) -> str:
+    """A checkpoint-sized file in the node's checkpoint directory, written on the node; its sha256."""
+    path = f"{node.settings['GF_CHECKPOINT_DIR']}/node-life/{name}"
+    done = node.machine.run("sh", "-c", f"mkdir -p {path.rsplit('/', 1)[0]} && head -c {CHECKPOINT_BYTES} "
+                            f"/dev/urandom > {path} && sha256sum {path}")
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()[0]
+
+
+def _journal(node, unit: str) -> str:
+    return node.machine.run("journalctl", "-u", unit, "-o", "cat", "--no-pager", timeout=30).stdout
+
+
+def _leave(cloud, boot) -> None:
+    """The worker's way out with a checkpoint: the spot notice on Alibaba and Tencent (spot workers); on AWS, whose
+    worker here is on demand, its group's termination hook (the IMDS lifecycle state Terminated), which also has it
+    find its group and complete the hook. moto implements no CompleteLifecycleAction: once the call is made, the
+    worker is put back in service so that its watcher stops retrying."""
+    worker = boot.node("worker-1")
+    assert wait(lambda: worker.machine.run("systemctl", "is-active", "gpufleet-spot.service").stdout.strip()
+                  == "active", 600), _journal(worker, "gpufleet-gate.service")[-3000:]
+    if cloud != "aws":
+        boot.spot_notice("worker-1", warning_s=120)
+        assert wait(lambda: LEFT_THE_JOB in _journal(worker, "gpufleet-spot.service"), 240), \
+            _journal(worker, "gpufleet-spot.service")[-3000:]
+        return
+    boot.set_lifecycle("worker-1", "Terminated")
+    completed = wait(lambda: [r for r in boot.store_requests() if r["operation"] == "CompleteLifecycleAction"], 240)
+    boot.set_lifecycle("worker-1", "InService")
+    assert completed, _journal(worker, "gpufleet-spot.service")[-3000:]
+
+
+def test_a_node_life_through_the_store_client_asks_only_for_what_its_role_grants(booted):
+    """The whole life of a node's data, through the real store client with the node's role: the bundle fetch (at
+    boot), a checkpoint push above the multipart threshold (the sync unit's step), the worker's exit with its
+    checkpoint (the spot watcher's push, then the training unit's last push), a pull of both checkpoints, and a
+    failure record (gpufleet-report's permanent-failure path). Every request the store (and, on AWS, EC2 and Auto
+    Scaling) answered is a call of the permissions table, and the role the stack renders grants its action. Last in
+    the module: it takes the worker out of the job and marks the head failed."""
+    cloud, plan, boot, _ = booted
+    head, worker = boot.node("head"), boot.node("worker-1")
+    written = {"head.pt": _write_checkpoint(head, "head.pt"), "worker.pt": _write_checkpoint(worker, "worker.pt")}
+    pushed = head.machine.run("/opt/gpufleet/bin/gpufleet-node", "push", timeout=300)
+    assert pushed.returncode == 0, pushed.stderr
+    _leave(cloud, boot)
+    pulled_to = "/var/tmp/node-life-pull"
+    pulled = head.machine.run("/opt/gpufleet/bin/gpufleet-store", "pull", head.settings["GF_CHECKPOINT_URI"],
+                              pulled_to, timeout=300)
+    assert pulled.returncode == 0, pulled.stderr
+    sums = head.machine.run("sh", "-c", f"cd {pulled_to}/node-life && sha256sum *").stdout
+    assert dict(reversed(line.split()) for line in sums.splitlines()) == written, "the checkpoints came back changed"
+    kind = shlex.split(head.settings["GF_PERMANENT_FAILURES"][1:-1])[0]  # a reason whose failures are recorded
+    head.machine.run("/opt/gpufleet/bin/gpufleet-report", f"{kind}:node-life", timeout=300)
+    record = f"/failures/{kind}_node-life/"
+    assert [r for r in boot.store_requests() if r["operation"] == "PutObject" and record in r["path"]], \
+        _journal(head, "gpufleet-*")[-3000:]
+
+    addresses = {node.instance.private_ip for node in boot.nodes}
+    requests = [r for r in boot.store_requests() if r["client"] in addresses]
+    made = {(r["api"], r["operation"]) for r in requests}
+    assert {("s3", "CreateMultipartUpload"), ("s3", "UploadPart"), ("s3", "CompleteMultipartUpload"),
+            ("s3", "GetObject"), ("s3", "ListObjectsV2")} <= made, sorted(made)
+    if cloud == "aws":
+        assert {("ec2", "DescribeInstances"), ("ec2", "CreateTags"), ("autoscaling", "SetInstanceHealth"),
+                ("autoscaling", "DescribeAutoScalingInstances")} <= made, sorted(made)
+    needs = {call: permissions.action(profile(cloud).node_calls, *call) for call in made}
+    unknown = sorted(f"{api} {operation}" for (api, operation), action in needs.items() if action is None)
+    assert not unknown, f"calls the {cloud} profile's node_calls do not hold: {unknown}"
+    granted = grants(resources_of(STACKS[cloud]))
+    missing = sorted(f"{api} {operation} needs {action}" for (api, operation), action in needs.items()
+                     if action not in granted)
+    assert not missing, f"the {STACKS[cloud]} node role lacks: {missing}"

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import pytest
 import yaml
+from boot_helpers import wait
 
 from components.boot import report, store
 from components.boot.cluster import Boot, node_settings
@@ -23,15 +23,6 @@ pytestmark = pytest.mark.usefixtures("needs_root")
 JOB = {"model": "tiny", "steps": 100000, "seqLen": 128, "globalBatch": 24, "microBatch": 4, "checkpointEvery": 10,
        "logEvery": 1}
 TIMEOUT_S = 1200
-
-
-def wait(predicate, timeout: float, poll_s: float = 3):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := predicate():
-            return value
-        time.sleep(poll_s)
-    return predicate()
 
 
 @pytest.fixture(scope="module", params=["aws-g4dn-dev", "local"])

@@ -1,7 +1,8 @@
 """The Alibaba and Tencent adapters' API calls, run for real: a node written from the planner's user-data, the adapter
 reading its role's temporary key from a fake metadata service (Alibaba's in hardened mode: token first) and calling
 the cloud's API through the vendors' own SDKs (the versions the node's tools venv pins), against a local stand-in
-for the API that records each request and answers as the API documents."""
+for the API that records each request and answers as the API documents; each call recorded is one the stack's
+rendered node role grants (its profile's node_calls, components/clouds/permissions.py)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 from bootstrap_helpers import run
 from node_cases import boot, user_data
+from node_policies import grants, resources_of
 
-from components.clouds import profile
+from components.clouds import permissions, profile
 from components.paths import PROJECT_ROOT
 
 KEY = {"id": "STS.test-id", "secret": "test-secret", "token": "test-session-token"}
@@ -50,6 +52,21 @@ def _serve(handler) -> http.server.ThreadingHTTPServer:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+# The API each call went to, by the version the SDK sent (cloud-init/clouds/*_api.py: VERSIONS).
+API_OF_VERSION = {"2014-05-26": "ecs", "2014-08-28": "ess", "2017-03-12": "cvm", "2018-04-19": "as"}
+
+
+def _not_granted(stack: str, cloud: str, calls: list[dict]) -> list[str]:
+    """The recorded calls whose action (the permissions table's) the stack's rendered node role does not grant."""
+    granted = grants(resources_of(stack))
+    missing = []
+    for call in calls:
+        api = API_OF_VERSION[call["headers"].get("x-acs-version") or call["headers"]["x-tc-version"]]
+        if (action := permissions.action(profile(cloud).node_calls, api, call["action"])) not in granted:
+            missing.append(f"{api} {call['action']} needs {action}")
+    return missing
 
 
 def _handler(answer):
@@ -158,6 +175,7 @@ def test_the_cluster_addresses_come_from_the_api_signed_with_the_role_key(tmp_pa
     assert done.stdout.split() == ["10.0.0.10", "10.0.0.11"]
     [call] = calls
     assert call["action"] == "DescribeInstances" and _signed_with_the_role_key(call)
+    assert not _not_granted(stack, cloud, calls)
     if cloud == "alicloud":
         assert call["headers"]["x-acs-version"] == "2014-05-26"
         assert call["query"] == {"RegionId": "cn-hangzhou", "Status": "Running", "PageSize": "100",
@@ -183,6 +201,7 @@ def test_an_unhealthy_alibaba_worker_is_tagged_and_reported_to_its_scaling_group
     assert calls[0]["query"]["Tag.1.Value"] == "failed:gpus:0/1" and calls[0]["query"]["ResourceId.1"] == INSTANCE
     assert calls[1]["query"]["InstanceId"] == INSTANCE and calls[1]["query"]["HealthStatus"] == "Unhealthy"
     assert [c["headers"]["x-acs-version"] for c in calls] == ["2014-05-26", "2014-08-28"]
+    assert not _not_granted("ali-spot", "alicloud", calls)
 
 
 @pytest.mark.parametrize(("stack", "role"), [("ali-erdma", "worker"), ("ali-spot", "head")])
@@ -195,6 +214,7 @@ def test_an_alibaba_instance_in_no_scaling_group_is_tagged_only(tmp_path, metada
     assert done.returncode == 0, done.stderr
     assert [c["action"] for c in calls] == ["TagResources"]
     assert "in no scaling group" in done.stderr
+    assert not _not_granted(stack, "alicloud", calls)
 
 
 def test_an_unhealthy_tencent_worker_leaves_its_as_group(tmp_path, metadata, api):
@@ -206,6 +226,7 @@ def test_an_unhealthy_tencent_worker_leaves_its_as_group(tmp_path, metadata, api
     assert [c["action"] for c in calls] == ["DescribeAutoScalingInstances", "RemoveInstances"]
     assert all(_signed_with_the_role_key(c) and c["headers"]["x-tc-version"] == "2018-04-19" for c in calls)
     assert calls[1]["body"] == {"AutoScalingGroupId": "asg-test", "InstanceIds": [INSTANCE]}
+    assert not _not_granted("tencent-spot", "tencentcloud", calls)
 
 
 def test_without_the_role_key_no_call_is_made(tmp_path, metadata, api):

@@ -1,11 +1,11 @@
 """The AWS fixes of issue 20 on every shipped stack: pinned template versions, a deliberate head replacement, workers
 that drain through a lifecycle hook, a GPU metric the nodes publish, the permissions the node scripts use (scoped to
-the cluster) and Session Manager instead of an SSH port nobody can reach."""
+the cluster: tests/components/test_node_permissions.py says which) and Session Manager instead of an SSH port nobody
+can reach."""
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -18,10 +18,6 @@ from fleet.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = sorted((ROOT / "stacks").glob("Pulumi.aws-*.yaml"))
-# What an AWS node runs: the cloud-neutral scripts and the AWS adapter they call.
-NODE_SCRIPTS = [*sorted((ROOT / "cloud-init/bin").iterdir()), ROOT / "cloud-init/clouds/aws.sh"]
-# `aws s3 cp/sync` in both directions: what S3 authorises them by.
-S3_ACTIONS = {"s3:GetObject", "s3:PutObject", "s3:ListBucket"}
 
 
 @pytest.fixture(scope="module", params=STACKS, ids=lambda p: p.stem.removeprefix("Pulumi."))
@@ -85,31 +81,6 @@ def test_gpu_scaling_uses_the_series_the_nodes_publish(stack):
         GPU_METRIC["namespace"], GPU_METRIC["metric_name"], GPU_METRIC["unit"])
     statement = next(s for s in node_policy(resources)["Statement"] if "cloudwatch:PutMetricData" in s["Action"])
     assert statement["Condition"] == {"StringEquals": {"cloudwatch:namespace": metric["namespace"]}}
-
-
-def _script_actions() -> set[str]:
-    """Every AWS CLI call in the node scripts, as the IAM action that authorises it."""
-    actions = set()
-    for script in NODE_SCRIPTS:
-        for service, operation in re.findall(r"\baws(?:_cli)? (s3|ec2|autoscaling|cloudwatch|ssm) ([a-z][a-z0-9-]*)",
-                                             script.read_text()):
-            if service == "s3":
-                actions |= S3_ACTIONS
-            else:
-                actions.add(f"{service}:" + "".join(word.capitalize() for word in operation.split("-")))
-    return actions
-
-
-def test_the_role_allows_exactly_the_calls_the_node_scripts_make(stack):
-    spec, _, resources, _ = stack
-    allowed = {action for s in node_policy(resources)["Statement"] for action in s["Action"]}
-    used = _script_actions()
-    assert {"ec2:DescribeInstances", "autoscaling:CompleteLifecycleAction", "cloudwatch:PutMetricData"} <= used
-    if spec.autoscaling.gpu_util_target is None:  # gpufleet-gpu-metric's timer is not enabled (RolePlan.gpu_metric)
-        used.discard("cloudwatch:PutMetricData")
-    assert used <= allowed, f"missing: {sorted(used - allowed)}"
-    # s3:DeleteObject: `gpufleet-store` syncs; Session Manager: the agent's own calls, not a script's.
-    assert allowed - used == {"s3:DeleteObject", *SESSION_MANAGER}, "nothing the nodes do not call"
 
 
 def test_every_write_is_scoped_to_the_cluster(stack):
