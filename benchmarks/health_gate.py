@@ -5,9 +5,10 @@ matmul check and the idle one pass. CUDA only. Prints one JSON line per figure a
 
     python3 benchmarks/health_gate.py [--levels light,deep] [--slow-gpu N] [--record DIR]
 
-The thresholds are those of the catalog row of this GPU model (the first row whose gpuModel is in the device's name,
-with its GPU count set to this machine's). --record DIR keeps the tools' raw output (nvidia-smi idle and under load,
-the remapped-rows query, NVRM kernel lines, dcgmi diag -r 1 -j, NCCL's INFO log of a one-node all-reduce) as samples.
+The thresholds are those the plan decides for the catalog row of this GPU model (the first row whose gpuModel is in
+the device's name, with its GPU count set to this machine's; components/plan/health.py). --record DIR keeps the
+tools' raw output (nvidia-smi idle and under load, the remapped-rows query, NVRM kernel lines, dcgmi diag -r 1 -j,
+NCCL's INFO log of a one-node all-reduce) as samples.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cloud-init"))
 
-from health import clocks, errors, gate, matmul, nccl, pcie, tools
-from health.thresholds import limits
+from health import clocks, config, errors, gate, matmul, nccl, pcie, tools
 
 from benchmarks import cuda_timing
 from components.catalog import catalog
 from components.clouds import CLOUDS
+from components.plan.fabric import plan_fabric
+from components.plan.health import health_config
 
 ROOT = Path(__file__).resolve().parents[1]
 LOAD = """
@@ -51,12 +53,15 @@ while True:
 """Another process's bf16 matmuls on one GPU: the driver time-slices the GPU between the two processes."""
 
 
-def catalog_row() -> dict:
+def node_config() -> tuple[str, config.HealthConfig]:
+    """(catalog row name, the health.json the plan writes for that row with this machine's GPU count)."""
     name = torch.cuda.get_device_name(0)
     for cloud in CLOUDS:
         for row in catalog(cloud).types.values():
             if row.gpu_model and row.gpu_model in name:
-                return row.model_dump(by_alias=True) | {"gpus": torch.cuda.device_count(), "catalogRow": row.name}
+                row = row.model_copy(update={"gpus": torch.cuda.device_count()})
+                text = health_config(row, plan_fabric("auto", row), "light")
+                return row.name, config.parse(Path("health.json"), json.loads(text))
     raise SystemExit(f"error: no catalog row has a GPU model in {name!r}")
 
 
@@ -76,11 +81,11 @@ def print_report(console: Console, title: str, report) -> None:
     console.print(f"{title}: {report.duration_s:.1f} s ({durations}); {'passed' if report.ok else 'FAILED'}")
 
 
-def slow_gpu(console: Console, row: dict, slowed: int, n: int, seconds: float) -> bool:
+def slow_gpu(console: Console, node: config.HealthConfig, slowed: int, n: int, seconds: float) -> bool:
     """The matmul check with every GPU idle, then with another process loading GPU ``slowed``; True when the idle
     run passes and the loaded GPU (only it) fails."""
     devices = [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
-    threshold = limits(row).matmul_tflops
+    threshold = node.limits.matmul_tflops
     idle = matmul.checks(matmul.measure(devices, n, seconds), threshold, n)
     load = subprocess.Popen([sys.executable, "-c", LOAD, str(slowed)], stdout=subprocess.PIPE, text=True)
     try:
@@ -143,17 +148,17 @@ def main(argv: list[str] | None = None) -> int:
     if cuda_timing.cuda_missing("benchmarks/health_gate.py"):
         return 2
     console = Console()
-    row = catalog_row()
-    console.print(f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}; thresholds from catalog row "
-                  f"{row['catalogRow']} with gpus={row['gpus']}: {limits(row)}")
+    row, node = node_config()
+    console.print(f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}; thresholds the plan decides for "
+                  f"catalog row {row} with gpus={node.gpus}: {node.limits}")
     devices = tuple(torch.device("cuda", i) for i in range(torch.cuda.device_count()))
     for level in args.levels.split(","):
         start = time.perf_counter()
-        report = gate.run(gate.GateConfig(row=row, level=level, devices=devices))
+        report = gate.run(gate.GateConfig(node=node, level=level, devices=devices))
         print_report(console, f"gate {level}", report)
         console.print(f"(wall {time.perf_counter() - start:.1f} s)")
     slowed = devices[-1].index if args.slow_gpu is None else args.slow_gpu
-    expected = slow_gpu(console, row, slowed, 8192, args.slow_seconds)
+    expected = slow_gpu(console, node, slowed, 8192, args.slow_seconds)
     if args.record:
         record(args.record)
     return 0 if expected else 1

@@ -86,7 +86,7 @@ class NodeBootstrap:
     metadata_url: str  # the cloud's instance metadata root, ".../latest/meta-data"
     imds_token_url: str  # metadata session token URL where the cloud requires a token; "" = plain GETs
     imds_token_header: str  # the token's header (CloudProfile.imds_token_header); its TTL header adds "-ttl-seconds"
-    health_config: str  # /etc/gpufleet/health.json: the catalog row and the gate's level (components.plan.health)
+    health_config: str  # /etc/gpufleet/health.json: what the gate holds the node to (components.plan.health)
     driver_version: str  # the exact NVIDIA driver a plain image installs, e.g. "580.95.05"; "" on DL images
     cuda_version: str  # the CUDA the job's torch wheel is built for, e.g. "13.0"
     driver_min_branch: int  # the lowest driver branch that CUDA runs on (NVIDIA's table); DL images are held to it

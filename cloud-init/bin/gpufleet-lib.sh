@@ -110,14 +110,14 @@ node_id() { # this node's id for the job's run folders and the failure record, k
 }
 
 # The planner's NCCL/fabric env (nccl.env: NCCL_NET names the one network NCCL may use) and the fabric plugin's
-# libraries, for whatever starts NCCL: the training job and the gate's NCCL probe.
+# libraries, for whatever starts NCCL: the training job, the gate's NCCL probe and the gate's all-reduce.
 load_nccl_env() {
   local lib
   set -a
   # shellcheck source=/dev/null
   . "$ETC/nccl.env"
   set +a
-  for lib in /opt/amazon/efa/lib /opt/amazon/ofi-nccl/lib; do
+  for lib in "$ROOT/opt/amazon/efa/lib" "$ROOT/opt/amazon/ofi-nccl/lib"; do
     [ ! -d "$lib" ] || export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   done
 }

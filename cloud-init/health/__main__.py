@@ -1,10 +1,12 @@
 """`python -m health`: the node's health gate (with cloud-init/ on PYTHONPATH, as gpufleet-health runs it).
 
-    python -m health --config /etc/gpufleet/health.json --nccl-env /etc/gpufleet/nccl.env \\
+    python -m health --config /etc/gpufleet/health.json \\
         --out /var/lib/gpufleet/health/gate.json --metrics /var/lib/gpufleet/metrics/health-gate.prom \\
         --reason-file /run/gpufleet/health-reason [--level deep] [--dcgm-level 3] [--devices cpu:2 [--stand-in]]
 
-The config is {"row": <catalog row>, "level": "light" | "deep", "dcgmLevel": null | 1-3}. Exit 0: healthy; 1: a check
+The config is the plan's health.json (the GPU count, the fabric and the network NCCL must log, the thresholds, the
+level; README.md beside this file). NCCL's settings come from the environment, as for every NCCL user on the node:
+gpufleet-health loads /etc/gpufleet/nccl.env first (gpufleet-lib.sh load_nccl_env). Exit 0: healthy; 1: a check
 failed (the reason file holds the first failed figure, e.g. "matmul:gpu3=412.3:min=593.4"); 2: bad arguments or
 config, nothing measured.
 """
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from health import allreduce, gate, result
+from health import gate, result
 from health.config import LEVELS, UsageError, load_config
 
 
@@ -34,13 +36,12 @@ def _devices(text: str) -> tuple[torch.device, ...]:
 def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m health", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", type=Path, required=True, help="JSON: the catalog row, the level, the DCGM level")
+    p.add_argument("--config", type=Path, required=True, help="the plan's health.json")
     p.add_argument("--level", choices=LEVELS, help="override the config's level")
     p.add_argument("--dcgm-level", type=int, choices=[1, 2, 3], help="override the config's DCGM diagnostic level")
     p.add_argument("--devices", default="cuda", help="cuda (default), cpu or cpu:N")
     p.add_argument("--stand-in", action="store_true",
-                   help="the devices stand in for the row's GPUs: judge their count, not the row's GPU figures")
-    p.add_argument("--nccl-env", type=Path, help="the job's NCCL settings (KEY=value lines)")
+                   help="the devices stand in for the node's GPUs: judge their count, not the GPU thresholds")
     p.add_argument("--out", type=Path, help="write the report as JSON here")
     p.add_argument("--metrics", type=Path, help="write node-exporter textfile metrics here")
     p.add_argument("--reason-file", type=Path, help="write the first failed figure here (removed when healthy)")
@@ -50,10 +51,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     args = parse(argv)
     try:
-        raw = load_config(args.config)
-        config = gate.GateConfig(row=raw["row"], level=args.level or raw.get("level", "light"),
-                                 dcgm_level=args.dcgm_level or raw.get("dcgmLevel"), devices=_devices(args.devices),
-                                 nccl_env=allreduce.read_env_file(args.nccl_env), stand_in=args.stand_in)
+        node = load_config(args.config)
+        config = gate.GateConfig(node=node, level=args.level or node.level,
+                                 dcgm_level=args.dcgm_level or node.dcgm_level, devices=_devices(args.devices),
+                                 stand_in=args.stand_in)
     except UsageError as error:
         print(f"gpufleet health: {error}", file=sys.stderr)
         return result.EXIT_USAGE

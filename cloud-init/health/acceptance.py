@@ -4,7 +4,8 @@ every node at the job's DDP bucket size, and pairs of nodes to name the one that
 1. Reachability: training.preflight's node mesh (each node listens on a port of its range, every other node
    connects); a node the others cannot reach is named by the failures it collects.
 2. The world: all-reduce bus bandwidth at the bucket size (nccl-tests' busbw, health_allreduce.busbw) against the
-   catalog's cross-node baseline x ALLREDUCE_OF_BASELINE, where the row has one.
+   plan's cross-node threshold (the catalog's cross-node baseline x its share, components/plan/thresholds.py), where
+   the row has a baseline.
 3. Pairs, when the world is below that or there is no baseline (or `deep`): every node all-reduces with its two
    ring neighbours (nodes 0+1, 2+3, ... then 1+2, 3+4, ..., N-1+0: two rounds, three for an odd N, the pairs of a
    round at once, each the best of a few trials). A node's figure is its best pair; the limit is
@@ -42,7 +43,7 @@ import torch.distributed as dist
 from health import result
 from health.config import LEVELS, UsageError, load_config
 from health.result import Check, Report, judge
-from health.thresholds import PAIR_PEER_FRACTION, limits
+from health.thresholds import PAIR_PEER_FRACTION
 from training import distributed, preflight
 from training.config import TrainConfig
 
@@ -54,7 +55,7 @@ class Plan:
     """What to measure and what to hold it to."""
 
     bucket_bytes: int
-    baseline_gbs: float | None = None  # the cluster's threshold (the catalog's cross-node figure x its share)
+    baseline_gbs: float | None = None  # the cluster's threshold (health.json's thresholds.crossNodeBusbwGbs)
     level: str = "light"
     peer_fraction: float = PAIR_PEER_FRACTION
     dtype: torch.dtype = torch.float32  # DDP reduces the gradients in the parameters' dtype
@@ -212,7 +213,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bucket-mb", type=int, default=TrainConfig.bucket_cap_mb,
                    help=f"the job's DDP bucket size in MiB (default: the job's default, {TrainConfig.bucket_cap_mb})")
-    p.add_argument("--config", type=Path, help="the gate's config: its row's crossNodeBusbwGbs and its level")
+    p.add_argument("--config", type=Path, help="the gate's config: its cross-node threshold and its level")
     p.add_argument("--baseline-gbs", type=float, help="the cluster's busbw threshold in GB/s (default: the config's)")
     p.add_argument("--level", choices=LEVELS, help="default: the config's, else light")
     p.add_argument("--peer-fraction", type=float, default=PAIR_PEER_FRACTION)
@@ -227,13 +228,13 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     started = time.time()
     try:
-        config = load_config(args.config) if args.config else {"row": {}}
+        config = load_config(args.config) if args.config else None
     except UsageError as error:
         print(f"gpufleet acceptance: {error}", file=sys.stderr)
         return result.EXIT_USAGE
-    baseline = args.baseline_gbs if args.baseline_gbs is not None else limits(config["row"]).cross_node_busbw_gbs
+    baseline = config.limits.cross_node_busbw_gbs if config and args.baseline_gbs is None else args.baseline_gbs
     plan = Plan(bucket_bytes=args.bucket_mb << 20, baseline_gbs=baseline,
-                level=args.level or config.get("level", "light"), peer_fraction=args.peer_fraction)
+                level=args.level or (config.level if config else "light"), peer_fraction=args.peer_fraction)
     leader = int(os.environ.get("LOCAL_RANK", 0)) == 0
     try:
         d = distributed.setup(args.device)

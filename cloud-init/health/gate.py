@@ -12,14 +12,15 @@ import socket
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 
 from health import allreduce, clocks, dcgm, errors, matmul, memory, pcie, tools
+from health.config import HealthConfig
 from health.result import Check, Report, failed, judge, skipped, timed_report
-from health.thresholds import Limits, limits
+from health.thresholds import Limits
 
 
 @dataclass(frozen=True)
@@ -49,17 +50,17 @@ CPU_EFFORT = Effort(256, 0.2, 16, 0.1, 16, 3, False, (1,), 2, 1)
 
 @dataclass(frozen=True)
 class GateConfig:
-    """What one gate run checks: the catalog row, the level, the devices and the job's NCCL settings."""
+    """What one gate run checks: what the plan holds the node to (health.json), the level and DCGM level (the
+    config's unless the command line says otherwise) and the devices."""
 
-    row: dict
+    node: HealthConfig
     level: str = "light"
     dcgm_level: int | None = None
     devices: tuple[torch.device, ...] = ()
-    nccl_env: dict[str, str] = field(default_factory=dict)
     stand_in: bool = False
-    """The devices stand in for the row's GPUs on a machine that has none (the boot harness, components/boot/gpu.py):
-    every check runs and reports its figure, and the GPU count is judged, but the row's GPU figures are not applied,
-    since a CPU is not the GPU they describe."""
+    """The devices stand in for the node's GPUs on a machine that has none (the boot harness,
+    components/boot/gpu.py): every check runs and reports its figure, and the GPU count is judged, but the GPU
+    thresholds are not applied, since a CPU is not the GPU they describe."""
 
     @property
     def gpus(self) -> bool:
@@ -127,8 +128,9 @@ def _hbm(config: GateConfig, lim: Limits) -> list[Check]:
 
 
 def _p2p(config: GateConfig, lim: Limits) -> list[Check]:
-    if not lim.nvswitch or len(config.devices) < 2:
-        return [skipped("p2p", "node", "no NVLink/NVSwitch in the catalog row" if not lim.nvswitch else "one GPU")]
+    nvswitch = config.node.nvswitch
+    if not nvswitch or len(config.devices) < 2:
+        return [skipped("p2p", "node", "no NVLink/NVSwitch on this instance type" if not nvswitch else "one GPU")]
     effort = config.effort
     figures = memory.p2p(config.devices, effort.p2p_mib << 20, effort.p2p_copies, effort.p2p_both_directions)
     return memory.checks("p2p", figures, lim.p2p_gbs, f"copy of {effort.p2p_mib} MiB from one GPU to another",
@@ -140,21 +142,21 @@ def _allreduce(config: GateConfig, lim: Limits) -> list[Check]:
         return [skipped("allreduce", "node", "one device: nothing to reduce across")]
     effort = config.effort
     return allreduce.run(len(config.devices), lim.allreduce_busbw_gbs, effort.allreduce_mib, effort.allreduce_iters,
-                         lim.fabric, config.nccl_env, backend="nccl" if config.gpus else "gloo")
+                         config.node.fabric, backend="nccl" if config.gpus else "gloo")
 
 
 def run(config: GateConfig) -> Report:
     """Every check family for this node; the report's ``ok`` is every row passing."""
-    started, lim = time.time(), limits(config.row)
+    started, lim = time.time(), config.node.limits
     if config.stand_in:
         lim = replace(lim, matmul_tflops=None, hbm_gbs=None, p2p_gbs=None, allreduce_busbw_gbs=None,
                       cross_node_busbw_gbs=None)
     checks: list[Check] = []
-    if lim.gpus:
-        checks.append(judge("gpus", "node", float(len(config.devices)), "GPUs", float(lim.gpus), ">=",
+    if config.node.gpus:
+        checks.append(judge("gpus", "node", float(len(config.devices)), "GPUs", float(config.node.gpus), ">=",
                             "devices the gate could use (CUDA's count on a GPU node)"))
     if not config.devices:
-        checks.append(skipped("gpu-checks", "node", "no devices to check (the catalog promises no GPUs)"))
+        checks.append(skipped("gpu-checks", "node", "no devices to check (the instance type promises no GPUs)"))
         return timed_report("gate", socket.gethostname(), config.level, started, checks)
     families = [("errors", _error_state)] if _smi_wanted(config) else []
     families += [("matmul", lambda: _load_phase(config, lim)), ("hbm", lambda: _hbm(config, lim)),

@@ -23,7 +23,6 @@ from health import result
 from health.acceptance import Plan, accept, mesh_report
 from health.config import load_config
 from health.result import Report
-from health.thresholds import limits
 from training import preflight
 from training.distributed import Dist
 
@@ -35,8 +34,7 @@ class NodeFailed(preflight.UnreachablePeers):
 
 def plan_for(config_path: Path, bucket_mb: int) -> Plan:
     config = load_config(config_path)
-    return Plan(bucket_bytes=bucket_mb << 20, baseline_gbs=limits(config["row"]).cross_node_busbw_gbs,
-                level=config.get("level", "light"))
+    return Plan(bucket_bytes=bucket_mb << 20, baseline_gbs=config.limits.cross_node_busbw_gbs, level=config.level)
 
 
 def _node_dirs() -> tuple[Path, Path, Path]:

@@ -1,10 +1,13 @@
-"""Which network NCCL chose, read from its own log (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET): an EFA node whose
-NCCL fell back to sockets passes every other check and runs the job at a tenth of the speed.
+"""Which network NCCL chose, read from its own log (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET), judged against the
+name the plan expects NCCL to log under the NCCL_NET it exports (health.json's fabric.ncclNetwork): an EFA node whose
+NCCL fell back to sockets passes every other check and runs the job at a tenth of the speed. The node gate's
+all-reduce and the NCCL probe (health.ncclprobe, gpufleet-nccl) both judge with this module.
 
 The lines (NVIDIA/nccl src/init.cc, src/plugin/net/net_v*.cc, src/transport/net_ib/init.cc, net_socket.cc;
-aws/aws-ofi-nccl include/nccl_ofi_log.h, src/nccl_ofi_net.cpp), after NCCL's "host:pid:tid [dev] NCCL INFO " prefix:
-    Using network Libfabric                         (aws-ofi-nccl names itself "Libfabric", "AWS Libfabric" before)
-    NET/Plugin: Loaded net plugin Libfabric (v10)
+aws/aws-ofi-nccl include/nccl_ofi_log.h, src/nccl_ofi_net.cpp; docs/cloud-facts.md#nccl-net), after NCCL's
+"host:pid:tid [dev] NCCL INFO " prefix:
+    Using network OFI                               (aws-ofi-nccl under NCCL_NET=OFI; "Libfabric" without NCCL_NET)
+    NET/Plugin: Loaded net plugin OFI (v10)
     NET/OFI Selected provider is efa, fabric is efa-direct (found 32 nics)
     NET/IB : Using [0]erdma_0:1/RoCE [RO]; OOB eth0:10.0.0.5<0>
     NET/Socket : Using [0]eth0:10.0.0.5<0>
@@ -16,11 +19,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from health.config import Fabric
 from health.result import Check, judge, skipped
 
-EXPECTED_NETWORK = {"efa": ("Libfabric", "AWS Libfabric"), "erdma": ("IB",), "rdma": ("IB",), "tcp": ("Socket",)}
-"""The network NCCL must use per catalog fabric: aws-ofi-nccl on EFA, NCCL's own verbs transport ("IB", also RoCE and
-Alibaba's eRDMA) on RDMA fabrics, sockets where the type has no fabric."""
 DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
 _PATTERNS = {
     "network": re.compile(r"NCCL INFO Using network (.+?)\s*$", re.M),
@@ -67,12 +68,18 @@ def read_logs(directory: Path) -> str:
     return "\n".join(p.read_text(errors="replace") for p in sorted(directory.glob("nccl.*.log")))
 
 
-def checks(text: str, fabric: str) -> list[Check]:
-    """One row: 1 when the network NCCL logged is the one the node's fabric needs."""
+def chose_expected(network: str | None, fabric: Fabric) -> bool:
+    """NCCL logged the network the plan expects: the name itself, as NCCL prints it (no other name can stand for it:
+    with NCCL_NET set NCCL uses that network or none)."""
+    return network == fabric.nccl_network
+
+
+def checks(text: str, fabric: Fabric) -> list[Check]:
+    """One row: 1 when the network NCCL logged is the one the plan's fabric and NCCL_NET expect."""
     if not text.strip():
         return [skipped("nccl-network", "node", "no NCCL log (the all-reduce did not run with NCCL)")]
     selection = parse(text)
-    wanted = EXPECTED_NETWORK.get(fabric, ())
-    match = float(selection.network in wanted)
-    detail = f"{selection.describe()}; {fabric} needs {' or '.join(wanted) or 'nothing known'}"
-    return [judge("nccl-network", "node", match, "match", 1.0, "==", detail)]
+    detail = (f"{selection.describe()}; the plan's {fabric.kind} fabric exports NCCL_NET={fabric.nccl_net}, "
+              f"under which NCCL logs {fabric.nccl_network}")
+    return [judge("nccl-network", "node", float(chose_expected(selection.network, fabric)), "match", 1.0, "==",
+                  detail)]

@@ -23,6 +23,18 @@ NCCL_ENV: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+# The name NCCL logs as "Using network <name>" once NCCL_NET has chosen a network, by NCCL_NET's value (NCCL matches
+# it case-insensitively): its own transports keep their names; aws-ofi-nccl (>= 1.13) renames itself to "OFI" or
+# "AWS Libfabric" when NCCL_NET asks for that, and is "Libfabric" otherwise (docs/cloud-facts.md#nccl-net).
+NCCL_NETWORK_NAMES = {"ib": "IB", "socket": "Socket", "ofi": "OFI", "aws libfabric": "AWS Libfabric",
+                      "libfabric": "Libfabric"}
+
+
+def nccl_network(nccl_net: str) -> str:
+    """The network name NCCL logs under NCCL_NET=nccl_net; KeyError for a value the table does not know."""
+    return NCCL_NETWORK_NAMES[nccl_net.lower()]
+
+
 def resolve_fabric(choice: str, row: InstanceType) -> str:
     """`auto` takes the best fabric the type has; an explicit choice was already checked against the catalog."""
     return row.fabric if choice == "auto" else choice
@@ -52,4 +64,5 @@ def plan_fabric(choice: str, row: InstanceType, cloud_env: Mapping[str, str] | N
     # training over sockets (docs/cloud-facts.md#nccl-net); the cloud's own settings still win.
     env = dict(_COMMON + NCCL_ENV[kind]) | {"NCCL_NET": FABRIC_STACK[kind][1]} | dict(cloud_env or {})
     interfaces = _interfaces(kind, devices, row.network_cards or 1)
-    return FabricPlan(kind=kind, interfaces=interfaces, devices=devices, nccl_env=tuple(env.items()))
+    return FabricPlan(kind=kind, interfaces=interfaces, devices=devices, nccl_env=tuple(env.items()),
+                      nccl_network=nccl_network(env["NCCL_NET"]))

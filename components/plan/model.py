@@ -65,12 +65,19 @@ class Interface:
 
 @dataclass(frozen=True)
 class FabricPlan:
-    """The inter-node fabric: its kind, the interfaces per node, the devices the health gate expects, NCCL env."""
+    """The inter-node fabric: its kind, the interfaces per node, the devices the health gate expects, NCCL env, and
+    the network name NCCL logs under that env (what the gate expects, components/plan/fabric.py)."""
 
     kind: str
     interfaces: tuple[Interface, ...]
     devices: int
     nccl_env: tuple[tuple[str, str], ...]
+    nccl_network: str
+
+    @property
+    def nccl_net(self) -> str:
+        """The one network NCCL may use (NCCL_NET in nccl_env)."""
+        return dict(self.nccl_env)["NCCL_NET"]
 
 
 @dataclass(frozen=True)

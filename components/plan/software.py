@@ -24,7 +24,7 @@ DRIVER_VERSION = "580.95.05"
 # The fabric's own driver stack and the NCCL network it must use (docs/cloud-facts.md#nccl-net): NCCL fails at
 # init rather than fall back to sockets when NCCL_NET names a network it cannot load.
 FABRIC_STACK = {
-    "efa": ("aws-efa-installer (libfabric, aws-ofi-nccl >= 1.12)", "OFI"),
+    "efa": ("aws-efa-installer (libfabric, aws-ofi-nccl >= 1.13)", "OFI"),
     "erdma": ("erdma driver (Alibaba eRDMA, rdma-core verbs)", "IB"),
     "rdma": ("Mellanox OFED (rdma-core verbs)", "IB"),
     "tcp": ("", "Socket"),

@@ -59,7 +59,7 @@ def role_user_data(cloud: CloudProfile, row: InstanceType, *, role: str, name: s
         checkpoint_uri=storage.checkpoint_uri, code_uri=storage.code_uri, code_sha256=storage.code_sha256, spot=spot,
         drain_hook=drain_hook, gpu_metric=gpu_metric, spot_notice_url=cloud.spot_notice_url,
         metadata_url=cloud.metadata_url,
-        imds_token_url=cloud.imds_token_url, health_config=health_config(row, gate),
+        imds_token_url=cloud.imds_token_url, health_config=health_config(row, fabric, gate),
         imds_token_header=cloud.imds_token_header, api_client=cloud.api_client, in_scaling_group=in_scaling_group,
         registry_mirror=network.registry_mirror,
         driver_version=software.driver,

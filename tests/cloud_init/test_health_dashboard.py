@@ -16,8 +16,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "cloud-init"))
 
-from health import acceptance, gate, pcie, tools  # noqa: E402
+from health import acceptance, config, gate, pcie, tools  # noqa: E402
 from health.result import prometheus  # noqa: E402
+from health_configs import tiny  # noqa: E402
 
 torch = pytest.importorskip("torch")
 DASHBOARD = json.loads((ROOT / "monitoring/gpufleet-dashboard.json").read_text())
@@ -64,8 +65,8 @@ def _textfile_labels(text: str) -> dict[str, set[str]]:
 @pytest.fixture(scope="module")
 def report():
     """A gate run on one CPU stand-in with a PCIe sample, and the acceptance's mesh rows (its pure part)."""
-    run = gate.run(gate.GateConfig(row={"gpus": 1, "nvswitch": True, "peakTflopsBf16": 1e-9},
-                                   devices=(torch.device("cpu"),)))
+    node = config.parse(Path("health.json"), tiny(gpus=1))
+    run = gate.run(gate.GateConfig(node=node, devices=(torch.device("cpu"),)))
     run.checks += pcie.checks(tools.rows("0, 5, 5, 16, 16", pcie.FIELDS))
     return run, acceptance.mesh_report([], 0, 2, 0.0)
 

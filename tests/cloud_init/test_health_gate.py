@@ -17,18 +17,18 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "cloud-init"))
 
 from health.result import Check, Report, prometheus  # noqa: E402
+from health_configs import health_json, tiny  # noqa: E402
 
 pytest.importorskip("torch")
-TINY = {"gpus": 2, "nvswitch": True, "fabric": "tcp", "peakTflopsBf16": 1e-9, "busbwBaselineGbs": 1e-9}
 SAMPLE = re.compile(r'^(gpufleet_health_[a-z_]+)\{([a-z]+="(?:[^"\\]|\\.)*"(?:,[a-z]+="(?:[^"\\]|\\.)*")*)\} (\S+)$')
 
 
-def gate(tmp_path: Path, row: dict, *args: str, path: str | None = None) -> subprocess.CompletedProcess:
-    config = tmp_path / "health.json"
-    config.write_text(json.dumps({"row": row, "level": "light"}))
+def gate(tmp_path: Path, config: dict, *args: str, path: str | None = None) -> subprocess.CompletedProcess:
+    (tmp_path / "health.json").write_text(json.dumps(config))
     env = {**os.environ, "PYTHONPATH": str(ROOT / "cloud-init"), "PATH": path or f"{Path(sys.executable).parent}:/bin"}
-    cmd = [sys.executable, "-m", "health", "--config", str(config), "--out", str(tmp_path / "gate.json"),
-           "--metrics", str(tmp_path / "gate.prom"), "--reason-file", str(tmp_path / "reason"), *args]
+    cmd = [sys.executable, "-m", "health", "--config", str(tmp_path / "health.json"),
+           "--out", str(tmp_path / "gate.json"), "--metrics", str(tmp_path / "gate.prom"),
+           "--reason-file", str(tmp_path / "reason"), *args]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
 
 
@@ -37,7 +37,7 @@ def report(tmp_path: Path) -> dict:
 
 
 def test_a_healthy_node_passes_every_family_and_says_so(tmp_path):
-    done = gate(tmp_path, TINY, "--devices", "cpu:2")
+    done = gate(tmp_path, tiny(), "--devices", "cpu:2")
     assert done.returncode == 0, done.stderr
     found = report(tmp_path)
     assert found["ok"] and found["kind"] == "gate" and found["level"] == "light" and found["schema"] == 1
@@ -50,13 +50,22 @@ def test_a_healthy_node_passes_every_family_and_says_so(tmp_path):
     assert 'gpufleet_health_ok{kind="gate",level="light"} 1' in (tmp_path / "gate.prom").read_text()
 
 
+def test_the_all_reduce_runs_under_the_gates_environment(tmp_path, monkeypatch):
+    """gpufleet-health loads the node's NCCL settings and the plugin's library path into the gate's environment
+    (test_health_node_scripts.py); the all-reduce's ranks inherit it: a socket interface it names is the ranks'."""
+    monkeypatch.setenv("GLOO_SOCKET_IFNAME", "gpufleet-none")
+    assert gate(tmp_path, tiny(), "--devices", "cpu:2").returncode == 1
+    allreduce = next(c for c in report(tmp_path)["checks"] if c["check"] == "allreduce")
+    assert not allreduce["ok"] and "torchrun exited" in allreduce["detail"]
+
+
 def test_a_slow_device_fails_with_its_figure_as_the_reason(tmp_path):
     (tmp_path / "reason").write_text("stale\n")
-    done = gate(tmp_path, TINY | {"gpus": 1, "peakTflopsBf16": 1e6}, "--devices", "cpu")
+    done = gate(tmp_path, tiny({"matmulTflops": 6e5}, gpus=1), "--devices", "cpu")
     assert done.returncode == 1
     found = report(tmp_path)
     matmul = next(c for c in found["checks"] if c["check"] == "matmul")
-    assert not found["ok"] and not matmul["ok"] and matmul["threshold"] == pytest.approx(1e6 * 0.75 * 0.8)
+    assert not found["ok"] and not matmul["ok"] and matmul["threshold"] == 6e5, "the plan's number, as written"
     reason = (tmp_path / "reason").read_text().strip()
     assert re.fullmatch(r"matmul:cpu0=[0-9.e-]+:min=600000", reason), reason
     assert "FAILED matmul cpu0" in done.stderr and "Traceback" not in done.stderr
@@ -65,15 +74,15 @@ def test_a_slow_device_fails_with_its_figure_as_the_reason(tmp_path):
 
 
 def test_stand_ins_for_a_gpu_row_are_counted_and_measured_but_not_held_to_its_gpu_figures(tmp_path):
-    row = TINY | {"peakTflopsBf16": 1e6, "measuredHbmGbs": 1e9, "busbwBaselineGbs": 1e9}
-    assert gate(tmp_path, row, "--devices", "cpu:2").returncode == 1  # the same CPUs held to the row fail
-    done = gate(tmp_path, row, "--devices", "cpu:2", "--stand-in")
+    config = tiny({"matmulTflops": 6e5, "hbmGbs": 1e9, "allreduceBusbwGbs": 7e8})
+    assert gate(tmp_path, config, "--devices", "cpu:2").returncode == 1  # the same CPUs held to the GPUs' fail
+    done = gate(tmp_path, config, "--devices", "cpu:2", "--stand-in")
     assert done.returncode == 0, done.stderr
     rows = {(c["check"], c["subject"]): c for c in report(tmp_path)["checks"]}
     assert rows[("gpus", "node")]["threshold"] == 2
     for key in (("matmul", "cpu0"), ("hbm", "cpu1"), ("allreduce", "node")):
         assert rows[key]["figure"] > 0 and rows[key]["threshold"] is None, rows[key]
-    done = gate(tmp_path, row, "--devices", "cpu:1", "--stand-in")
+    done = gate(tmp_path, config, "--devices", "cpu:1", "--stand-in")
     assert done.returncode == 1 and (tmp_path / "reason").read_text().strip() == "gpus:node=1:min=2"
 
 
@@ -93,7 +102,7 @@ def test_a_gpu_at_x8_fails_the_gate_through_nvidia_smi(tmp_path):
     for name, text in (("nvidia-smi", FAKE_SMI), ("dmesg", "#!/bin/sh\necho '[ 1.0] Linux version'\n")):
         (fake / name).write_text(text)
         (fake / name).chmod(0o755)
-    done = gate(tmp_path, TINY | {"gpus": 1}, "--devices", "cpu", path=f"{fake}:{Path(sys.executable).parent}:/bin")
+    done = gate(tmp_path, tiny(gpus=1), "--devices", "cpu", path=f"{fake}:{Path(sys.executable).parent}:/bin")
     assert done.returncode == 1, done.stderr
     rows = {(c["check"], c["subject"]): c for c in report(tmp_path)["checks"]}
     assert [k for k, c in rows.items() if not c["ok"]] == [("pcie-width", "gpu0")]
@@ -101,9 +110,29 @@ def test_a_gpu_at_x8_fails_the_gate_through_nvidia_smi(tmp_path):
     assert (tmp_path / "reason").read_text().strip() == "pcie-width:gpu0=8:min=16"
 
 
-@pytest.mark.parametrize(("config", "words"), [("{", "not JSON"), ('{"row": 3}', "needs a 'row' object"),
-                                               ('{"row": {}, "level": "max"}', "'level' must be one of light, deep")])
-def test_a_bad_config_exits_2_and_names_it(tmp_path, config, words):
+def _without(key: str) -> str:
+    """The plan's health.json without one field (a dotted path)."""
+    config = health_json()
+    *parents, last = key.split(".")
+    inner = config
+    for parent in parents:
+        inner = inner[parent]
+    del inner[last]
+    return json.dumps(config)
+
+
+@pytest.mark.parametrize(("config", "words"), [
+    ("{", "not JSON"), ("[]", "the file must be a JSON object"),
+    (json.dumps(health_json(level="max")), "'level' must be one of light, deep"),
+    (_without("fabric.ncclNetwork"), "missing 'fabric.ncclNetwork' (the network name NCCL logs"),
+    (_without("thresholds.matmulTflops"), "missing 'thresholds.matmulTflops'"),
+    (_without("gpus"), "missing 'gpus'"), (_without("fabric"), "missing 'fabric'"),
+    (json.dumps(health_json(nvswitch=1)), "'nvswitch' must be true or false: NVLink/NVSwitch between the GPUs (got 1)"),
+    (json.dumps(health_json(gpus=True)), "'gpus' must be the GPUs the instance type promises (got True)"),
+    (json.dumps(health_json({"hbmGbs": "fast"})), "'thresholds.hbmGbs' must be a number of its unit, or null"),
+])
+def test_a_config_missing_or_mistyping_a_field_exits_2_and_names_it(tmp_path, config, words):
+    """Fail closed: the gate judges only what the plan decided, never a default for what it did not write."""
     path = tmp_path / "health.json"
     path.write_text(config)
     done = subprocess.run([sys.executable, "-m", "health", "--config", str(path), "--devices", "cpu"], cwd=ROOT,
@@ -112,7 +141,7 @@ def test_a_bad_config_exits_2_and_names_it(tmp_path, config, words):
 
 
 def test_a_node_without_the_promised_gpus_fails_and_checks_nothing_else(tmp_path):
-    done = gate(tmp_path, {"gpus": 8}, "--devices", "cuda")
+    done = gate(tmp_path, health_json(gpus=8), "--devices", "cuda")
     assert done.returncode == 1
     assert (tmp_path / "reason").read_text().strip() == "gpus:node=0:min=8"
 

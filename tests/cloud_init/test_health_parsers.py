@@ -14,6 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cloud-init"))
 
 from health import clocks, dcgm, errors, nccl, pcie, tools
+from nccl_emulation import EFA, ERDMA, PLAIN, nccl_log
 
 LOAD_FIELDS = tuple(dict.fromkeys(pcie.FIELDS + clocks.FIELDS))
 UNDER_LOAD = """\
@@ -69,24 +70,6 @@ DCGM3 = {"DCGM GPU Diagnostic": {"test_categories": [{"category": "Deployment", 
     {"name": "Page Retirement/Row Remap", "results": [
         {"gpu_ids": "2", "status": "FAIL", "warnings": [{"warning": "GPU 2 has pending row remaps", "error_id": 84}]}]},
 ]}]}}
-NCCL_EFA = """\
-ip-10-0-1-5:4242:4242 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ens32
-ip-10-0-1-5:4242:4242 [0] NCCL INFO NET/Plugin: Loaded net plugin Libfabric (v10)
-ip-10-0-1-5:4242:4242 [0] NCCL INFO NET/OFI Selected provider is efa, fabric is efa-direct (found 16 nics)
-ip-10-0-1-5:4242:4242 [0] NCCL INFO Using network Libfabric
-"""
-NCCL_FELL_BACK = """\
-ip-10-0-1-6:77:77 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.
-ip-10-0-1-6:77:77 [0] NCCL INFO NET/IB : No device found.
-ip-10-0-1-6:77:77 [0] NCCL INFO NET/Socket : Using [0]ens32:10.0.1.6<0>
-ip-10-0-1-6:77:77 [0] NCCL INFO Using network Socket
-"""
-NCCL_ERDMA = """\
-host:1:1 [3] NCCL INFO NET/IB : Using [0]erdma_0:1/RoCE [RO]; OOB eth0:172.16.0.9<0>
-host:1:1 [3] NCCL INFO Using network IB
-"""
-
-
 def _rows(found):
     return {(c.check, c.subject): c for c in found}
 
@@ -157,20 +140,16 @@ def test_dcgm3_statuses_are_read_case_free_and_a_runtime_error_fails():
     assert not broken[0].ok and "GPU 0 is busy" in broken[0].detail
 
 
-def test_nccl_on_efa_must_use_libfabric():
-    assert nccl.parse(NCCL_EFA) == nccl.Selection("Libfabric", "Libfabric", "efa", 16, None)
-    assert nccl.checks(NCCL_EFA, "efa")[0].ok
-    fell_back = nccl.checks(NCCL_FELL_BACK, "efa")[0]
-    assert not fell_back.ok and "network Socket" in fell_back.detail and "efa needs Libfabric" in fell_back.detail
-    assert nccl.checks(NCCL_FELL_BACK, "tcp")[0].ok
-
-
-def test_nccl_on_rdma_fabrics_must_use_its_verbs_transport():
-    selection = nccl.parse(NCCL_ERDMA)
-    assert selection.network == "IB" and selection.devices == "[0]erdma_0:1/RoCE [RO]"
-    assert nccl.checks(NCCL_ERDMA, "erdma")[0].ok and not nccl.checks(NCCL_ERDMA, "tcp")[0].ok
-    assert not nccl.checks(NCCL_FELL_BACK, "erdma")[0].ok and not nccl.checks(NCCL_FELL_BACK, "rdma")[0].ok
-    assert nccl.checks("", "efa")[0].rule == "skip"
+def test_the_nccl_parser_reads_what_nccl_and_its_plugin_print():
+    """Logs as nccl_emulation writes them from NCCL's and aws-ofi-nccl's sources; the judging is
+    test_health_network.py's."""
+    efa = nccl.parse(nccl_log({"NCCL_NET": "OFI"}, EFA))
+    assert efa == nccl.Selection("OFI", "OFI", "efa", EFA.efa_nics, None)
+    erdma = nccl.parse(nccl_log({"NCCL_NET": "IB", "NCCL_NET_PLUGIN": "none"}, ERDMA))
+    assert (erdma.network, erdma.plugin, erdma.devices) == ("IB", None, f"[0]{ERDMA.verbs} [RO]")
+    sockets = nccl.parse(nccl_log({}, PLAIN))
+    assert (sockets.network, sockets.devices) == ("Socket", f"[0]{PLAIN.interface}")
+    assert nccl.parse("") == nccl.Selection(None, None, None, None, None)
 
 
 # --- the tools, run for real as fake executables -----------------------------------------------------------------

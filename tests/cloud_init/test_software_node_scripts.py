@@ -1,18 +1,33 @@
 """The software matrix on the node, run for real: `gpufleet-driver` in cloud mode against a stub nvidia-smi and a
 stub libnccl.so.2 (the version NCCL's own ncclGetVersion answers) holds a DL image to the minimum driver branch and a
-plain image to the exact pin, and records NCCL's real version; `gpufleet-report` spends the group's failure budget on
-a permanent reason and stops asking for replacements once it is spent, but never on a reason a new node may fix."""
+plain image to the exact pin; `gpufleet-nccl` records NCCL's real version and, under a shipped stack's own nccl.env
+and health.json with a stand-in for a GPU torch (fake_torch/, whose NCCL prints what nccl_emulation says NCCL
+prints), passes the stack's network and fails a node without its transport; `gpufleet-report` spends the group's
+failure budget on a permanent reason and stops asking for replacements once it is spent, but never on a reason a new
+node may fix."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+import yaml
 from bootstrap_helpers import run, tool
+from nccl_emulation import NODE_OF_FABRIC, PLAIN, Node
+from node_cases import plan_of
 from test_local_scripts import local_node  # noqa: F401  (the fixture)
 
-from components.plan.software import DRIVER_VERSION, FAILURE_BUDGET
+from components.plan.software import DRIVER_VERSION, FAILURE_BUDGET, TORCH_NCCL
+
+HERE = Path(__file__).resolve().parent
+# python3 on the node: the test's own, with the stand-in for a GPU torch after the script's PYTHONPATH.
+GPU_PYTHON = f"""#!/bin/sh
+PYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{HERE / 'fake_torch'}:{HERE}" exec "{sys.executable}" "$@"
+"""
 
 NVIDIA_SMI = """#!/usr/bin/env bash
 case "$*" in *driver_version*) echo "$GPUFLEET_TEST_DRIVER" ;; *) echo "stub nvidia-smi" ;; esac
@@ -61,6 +76,50 @@ def test_gpufleet_nccl_records_the_librarys_own_version(gpu_node):
     assert "NCCL_NET=Socket holds it to the fabric" in result.stderr
     result = run([nccl], root, env | {"LD_LIBRARY_PATH": ""})
     assert result.returncode == 1 and (root / "run/gpufleet/failure").read_text() == "nccl:not-found\n"
+
+
+def gpu_torch_node(gpu_node, stack: str, node: Node):
+    """A GPU node of ``stack`` (its worker's nccl.env and health.json) whose NCCL runs on ``node``, with the EFA
+    plugin's library directory where the stack's fabric is EFA: (root, env, gpufleet-nccl)."""
+    root, env, script = gpu_node("595.45.04", script="gpufleet-nccl")
+    files = {f["path"]: f["content"] for f in yaml.safe_load(plan_of(stack).worker.user_data)["write_files"]}
+    for name in ("nccl.env", "health.json"):
+        (root / "etc/gpufleet" / name).write_text(files[f"/etc/gpufleet/{name}"])
+    (root / "test-bin/python3").write_text(GPU_PYTHON)
+    (root / "test-bin/python3").chmod(0o755)
+    env = env | {"GPUFLEET_TEST_NODE": json.dumps(dataclasses.asdict(node)), "GPUFLEET_TEST_TORCH_NCCL": TORCH_NCCL}
+    return root, env, script
+
+
+@pytest.mark.parametrize("stack", ["aws-p5", "ali-erdma", "tencent-hcc", "aws-g5-spot"])
+def test_gpufleet_nccl_passes_each_stacks_network_on_its_fabric(gpu_node, stack):
+    kind = plan_of(stack).fabric.kind
+    root, env, nccl = gpu_torch_node(gpu_node, stack, NODE_OF_FABRIC[kind])
+    result = run([nccl], root, env)
+    assert result.returncode == 0, result.stderr
+    recorded = json.loads((root / "var/lib/gpufleet/nccl.json").read_text())
+    network = json.loads((root / "etc/gpufleet/health.json").read_text())["fabric"]["ncclNetwork"]
+    assert recorded == {"version": TORCH_NCCL, "source": "torch", "network": network}
+    assert f"NCCL {TORCH_NCCL} over {network}" in result.stderr
+
+
+def test_gpufleet_nccl_fails_an_efa_node_without_its_plugin_for_good(gpu_node):
+    root, env, nccl = gpu_torch_node(gpu_node, "aws-p5", PLAIN)
+    result = run([nccl], root, env)
+    assert result.returncode == 1
+    assert (root / "run/gpufleet/failure").read_text() == "nccl-net:OFI:unavailable\n"
+    recorded = json.loads((root / "var/lib/gpufleet/nccl.json").read_text())
+    assert recorded["error"] and recorded["network"] == ""
+
+
+def test_gpufleet_nccl_refuses_to_probe_outside_the_plans_nccl_env(gpu_node):
+    """A NCCL_NET other than health.json's is a setup error, not a pass: nothing is judged."""
+    root, env, nccl = gpu_torch_node(gpu_node, "aws-p5", NODE_OF_FABRIC["efa"])
+    nccl_env = root / "etc/gpufleet/nccl.env"
+    nccl_env.write_text(nccl_env.read_text().replace("NCCL_NET=OFI", "NCCL_NET=Socket"))
+    result = run([nccl], root, env)
+    assert result.returncode == 1 and (root / "run/gpufleet/failure").read_text() == "nccl:error\n"
+    assert "NCCL_NET='Socket' in the environment" in result.stderr and "fabric.ncclNet 'OFI'" in result.stderr
 
 
 def test_a_dl_image_below_the_branch_fails_with_a_permanent_reason(gpu_node):

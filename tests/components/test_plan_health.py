@@ -1,9 +1,11 @@
-"""/etc/gpufleet/health.json, decided in the plan: every node of every cloud gets its instance type's catalog row and
-the gate's level (the stack's `gate`, light unless it says deep), which the node gate and the acceptance read."""
+"""/etc/gpufleet/health.json, decided in the plan from the values that configure what the gate checks: every node of
+every cloud gets its type's GPU count, the plan's fabric with the NCCL_NET its nccl.env exports and the network name
+NCCL logs for it, absolute thresholds (numbers, never catalog field names) and the gate's level."""
 
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
 import yaml
@@ -12,26 +14,37 @@ from spec_cases import CLOUDS, FIVE_LINES, only, plan_of
 from components import catalog
 
 
-def health_files(plan) -> list[dict]:
-    """The health.json each role's user-data writes, parsed."""
+def node_files(plan) -> list[tuple[dict, dict[str, str]]]:
+    """(health.json, nccl.env as KEY -> value) each role's user-data writes."""
     found = []
     for role in (plan.head, plan.worker):
-        files = yaml.safe_load(role.user_data)["write_files"]
-        found += [json.loads(f["content"]) for f in files if f["path"] == "/etc/gpufleet/health.json"]
+        files = {f["path"]: f["content"] for f in yaml.safe_load(role.user_data)["write_files"]}
+        env = dict(line.split("=", 1) for line in files["/etc/gpufleet/nccl.env"].splitlines()
+                   if line and not line.startswith("#"))
+        found.append((json.loads(files["/etc/gpufleet/health.json"]),
+                      {key: " ".join(shlex.split(value)) for key, value in env.items()}))
     return found
 
 
+def health_files(plan) -> list[dict]:
+    return [config for config, _ in node_files(plan)]
+
+
 @pytest.mark.parametrize("cloud", CLOUDS)
-def test_every_role_of_a_five_line_stack_gets_its_row_and_the_light_gate(tmp_path, cloud):
-    spec, plan = plan_of(tmp_path, cloud)
-    files = health_files(plan)
+def test_every_role_of_a_five_line_stack_is_held_to_its_plan(tmp_path, cloud):
+    _, plan = plan_of(tmp_path, cloud)
+    files = node_files(plan)
     assert len(files) == 2, "head and worker"
     row = catalog.lookup(cloud, FIVE_LINES[cloud][1]["instanceType"])
-    for config in files:
+    for config, env in files:
+        assert set(config) == {"level", "dcgmLevel", "gpus", "nvswitch", "fabric", "thresholds"}, "no catalog row"
         assert (config["level"], config["dcgmLevel"]) == ("light", 1)
-        assert config["row"]["name"] == row.name and config["row"]["gpus"] == row.gpus
-        assert config["row"]["busbwBaselineGbs"] == row.busbw_baseline_gbs
-        assert "sources" not in config["row"], "provenance stays in the catalog"
+        assert (config["gpus"], config["nvswitch"]) == (row.gpus, row.nvswitch)
+        fabric = config["fabric"]
+        assert (fabric["kind"], fabric["devices"]) == (plan.fabric.kind, plan.fabric.devices)
+        assert fabric["ncclNet"] == env["NCCL_NET"], "the NCCL_NET the node's nccl.env exports"
+        assert set(config["thresholds"]) == {"matmulTflops", "hbmGbs", "p2pGbs", "allreduceBusbwGbs",
+                                             "crossNodeBusbwGbs"}
 
 
 def test_gate_deep_asks_for_the_deep_checks_and_dcgm_level_2(tmp_path):
@@ -40,9 +53,19 @@ def test_gate_deep_asks_for_the_deep_checks_and_dcgm_level_2(tmp_path):
 
 
 def test_an_h200_node_is_held_to_its_measured_figures(tmp_path):
+    """The catalog's measured 674.4 TFLOP/s and 4244 GB/s x TOLERANCE 0.8, its 480 GB/s baseline x 0.7."""
     _, plan = plan_of(tmp_path, "aws", {"instanceType": "p5en.48xlarge"})
-    row = health_files(plan)[0]["row"]
-    assert (row["measuredMatmulTflops"], row["measuredHbmGbs"]) == (674.4, 4244)
+    found = health_files(plan)[0]["thresholds"]
+    assert found == {"matmulTflops": 539.52, "hbmGbs": 3395.2, "p2pGbs": None, "allreduceBusbwGbs": 336.0,
+                     "crossNodeBusbwGbs": None}
+
+
+def test_an_efa_type_run_over_tcp_is_judged_by_the_plans_fabric_not_the_catalogs(tmp_path):
+    _, plan = plan_of(tmp_path, "aws", {"instanceType": "p5.48xlarge", "network": {"fabric": "tcp"}})
+    assert catalog.lookup("aws", "p5.48xlarge").fabric == "efa"
+    for config, env in node_files(plan):
+        assert config["fabric"] == {"kind": "tcp", "devices": 0, "ncclNet": "Socket", "ncclNetwork": "Socket"}
+        assert env["NCCL_NET"] == "Socket" and config["gpus"] == 8
 
 
 def test_a_gate_that_is_not_light_or_deep_names_the_field_and_the_choices(tmp_path):
