@@ -217,6 +217,9 @@ def test_a_node_life_through_the_store_client_asks_only_for_what_its_role_grants
     assert dict(reversed(line.split()) for line in sums.splitlines()) == written, "the checkpoints came back changed"
     kind = shlex.split(head.settings["GF_PERMANENT_FAILURES"][1:-1])[0]  # a reason whose failures are recorded
     head.machine.run("/opt/gpufleet/bin/gpufleet-report", f"{kind}:node-life", timeout=300)
+    # The head's scrape-target refresh (a timer, first a minute after boot) lists the cluster's nodes: run it now,
+    # so that its call is in the log however soon this test comes.
+    head.machine.run("/opt/gpufleet/bin/gpufleet-discover", timeout=120)
     record = f"/failures/{kind}_node-life/"
     assert [r for r in boot.store_requests() if r["operation"] == "PutObject" and record in r["path"]], \
         _journal(head, "gpufleet-*")[-3000:]
