@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import pulumi
 
 from components.clouds import CLOUDS
 from components.errors import SpecError
 from components.plan.model import ClusterPlan
 from components.plan.planner import plan
-from components.plan.software import FAILURE_BUDGET, PERMANENT_FAILURES, failure_records
 from components.realizers import look_up, realize
 from components.rules import validate
 from components.spec import ClusterSpec
@@ -38,15 +35,6 @@ def plan_from_config() -> ClusterPlan:
         namespace, name = key.split(":")
         region = pulumi.Config(namespace).get(name) or ""
     return load(raw, region, pulumi.get_stack())[1]
-
-
-def software_outputs(cluster: ClusterPlan) -> dict[str, object]:
-    """Every cloud's stack says which software matrix its nodes hold to and where a stopped replacement loop shows:
-    the failure records in the bucket and the node metric gpufleet-report sets."""
-    return {"software": json.loads(cluster.software.to_json()),
-            "failureBudget": {"nodes": FAILURE_BUDGET, "permanentReasons": list(PERMANENT_FAILURES),
-                              "records": failure_records(cluster.storage.checkpoint_uri),
-                              "metric": "gpufleet_replacement_stopped"}}
 
 
 def monitoring_advice(cluster: ClusterPlan) -> list[str]:
@@ -77,6 +65,5 @@ def main() -> None:
         raise InvalidStack(error) from None
     for advice in monitoring_advice(cluster):
         pulumi.log.warn(advice)
-    outputs = realize(cluster) | software_outputs(cluster)
-    for key, value in outputs.items():
+    for key, value in realize(cluster).items():
         pulumi.export(key, value)

@@ -9,8 +9,6 @@ outputs a provider computes that a realizer reads with the values its realizer m
 from __future__ import annotations
 
 import asyncio
-import importlib
-import importlib.util
 import logging
 import runpy
 from dataclasses import dataclass, field
@@ -27,7 +25,7 @@ from components.paths import PROJECT_ROOT
 from components.plan.facts import DeployFacts
 from components.plan.model import ClusterPlan
 from components.program import InvalidStack, plan_from_config
-from components.realizers import look_up, lookups_module
+from components.realizers import look_up, lookups_of, realizer_of
 from components.spec import ClusterSpec
 from components.stackfile import StackFile
 
@@ -62,9 +60,8 @@ def stand_ins() -> dict[str, dict]:
     """Every cloud's stand-in answers, by invoke token."""
     answers: dict[str, dict] = {}
     for cloud in CLOUDS:
-        module = lookups_module(cloud)
-        if importlib.util.find_spec(module) is not None:
-            answers |= importlib.import_module(module).STAND_INS
+        if (module := lookups_of(cloud)) is not None:
+            answers |= module.STAND_INS
     return answers
 
 
@@ -72,8 +69,8 @@ def stand_ins() -> dict[str, dict]:
 def computed(package: str) -> dict[str, dict]:
     """Outputs a provider computes that the realizer of the package's cloud reads (its module's COMPUTED), by
     resource type, as a first `pulumi up` would set them."""
-    cloud = next((c for c in CLOUDS.values() if c.pulumi_package == package), None)
-    return getattr(importlib.import_module(cloud.realizer), "COMPUTED", {}) if cloud else {}
+    cloud = next((name for name, c in CLOUDS.items() if c.pulumi_package == package), None)
+    return realizer_of(cloud).COMPUTED if cloud else {}
 
 
 class _Mocks(pulumi.runtime.Mocks):

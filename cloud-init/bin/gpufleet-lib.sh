@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # Sourced by every gpufleet node script: one place for paths (under GPUFLEET_ROOT in local mode), logging, instance
 # metadata, apt, the S3 client every cloud's store goes through, the node's settings and its cloud's adapter
-# (gpufleet-cloud.sh: cloud_copy, cloud_mark_unhealthy, cloud_addresses, cloud_install_fabric, cloud_group_leaving,
-# cloud_warmed, cloud_complete_drain, cloud_publish_gpu_util). A node without an adapter for its cloud stops here.
+# (gpufleet-cloud.sh: the functions cloud-init/clouds/adapter-functions.txt lists). A node without an adapter for its
+# cloud stops here.
 ROOT="${GPUFLEET_ROOT:-/}"
 ROOT="${ROOT%/}"
 ETC="$ROOT/etc/gpufleet"

@@ -14,7 +14,11 @@ from components.alicloud.security import AliSecurity
 from components.alicloud.storage import AliStorage
 from components.alicloud.workers import AliWorkers, worker_instances
 from components.plan.model import INSTANCES, SCALING_GROUP, ClusterPlan
+from components.realizers.contract import ClusterOutputs, PlacementOutput, WorkerGroupOutput
 from components.realizers.outputs import plan_outputs
+
+# No output the provider computes, besides ids, that this realizer reads.
+COMPUTED: dict[str, dict[str, Any]] = {}
 
 
 class AliCluster(pulumi.ComponentResource):
@@ -32,24 +36,23 @@ class AliCluster(pulumi.ComponentResource):
         storage = AliStorage(name, storage=plan.storage, region=plan.region, tags=tags, opts=child)
         nodes = NodeArgs.of(plan, network.private.id, security.group.id, identity.role.role_name)
         head = AliHead(name, nodes, plan.head, plan.network.head_address, opts=child)
-        scaled = [AliWorkers(name, nodes, plan.worker, group, opts=child)
-                  for group in plan.workers if group.form == SCALING_GROUP]
+        scaling = tuple(g for g in plan.workers if g.form == SCALING_GROUP)
+        scaled = [AliWorkers(name, nodes, plan.worker, group, opts=child) for group in scaling]
         fixed = worker_instances(name, nodes, plan.worker, tuple(g for g in plan.workers if g.form == INSTANCES),
                                  head.deployment_set.id if head.deployment_set else None, child)
         identity.grant(plan.storage.bucket, region=plan.region, cluster=plan.name,
                        scaling_groups=[group.group.id for group in scaled])
-        self.outputs: dict[str, Any] = {
-            **plan_outputs(plan),
-            "headInstanceId": head.instance.id,
-            "image": head.instance.image_id,
-            "workerGroup": scaled[0].group.id if scaled else None,
-            "workerInstanceIds": [worker.id for worker in fixed] or None,
-            "deploymentSet": head.deployment_set.id if head.deployment_set else None,
-            "securityGroupId": security.group.id,
-            "bucket": storage.bucket.bucket,
-        }
+        self.outputs = ClusterOutputs(
+            **plan_outputs(plan), headInstanceId=head.instance.id, image=head.instance.image_id,
+            workerGroups=[WorkerGroupOutput(name=group.name, market=group.market, id=made.group.id)
+                          for group, made in zip(scaling, scaled, strict=True)],
+            workerInstanceIds=[worker.id for worker in fixed],
+            # The head's deployment set, made for the placement the head joins.
+            placementGroups=[PlacementOutput(kind=p.kind, id=head.deployment_set.id)
+                             for p in nodes.placements_of(plan.head)],
+            securityGroupId=security.group.id, bucket=storage.bucket.bucket, bringUp=None)
         self.register_outputs(self.outputs)
 
 
-def realize(plan: ClusterPlan) -> dict[str, Any]:
+def realize(plan: ClusterPlan) -> ClusterOutputs:
     return AliCluster(plan).outputs

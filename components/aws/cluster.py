@@ -12,11 +12,12 @@ from components.aws.network import AwsNetwork
 from components.aws.security import AwsSecurity
 from components.aws.storage import AwsStorage
 from components.plan.model import ClusterPlan
+from components.realizers.contract import ClusterOutputs, PlacementOutput, WorkerGroupOutput
 from components.realizers.outputs import plan_outputs
 
 # What AWS computes that this realizer reads (a launch template's latest version, which the nodes pin), as a first
 # `pulumi up` sets it: the preview's mocks answer with it (fleet/preview.py).
-COMPUTED = {"aws:ec2/launchTemplate:LaunchTemplate": {"latestVersion": 1}}
+COMPUTED: dict[str, dict[str, Any]] = {"aws:ec2/launchTemplate:LaunchTemplate": {"latestVersion": 1}}
 
 
 class AwsCluster(pulumi.ComponentResource):
@@ -35,17 +36,16 @@ class AwsCluster(pulumi.ComponentResource):
         self.storage = AwsStorage(name, storage=plan.storage, tags=tags, opts=child)
         self.compute = AwsCompute(name, ComputeArgs.of(plan, network.private.id, security.group.id,
                                                        identity.profile.arn), opts=child)
-        self.outputs: dict[str, Any] = {
-            **plan_outputs(plan),
-            "headInstanceId": self.compute.head.id,
-            "image": self.compute.head.ami,
-            "workerGroup": self.compute.workers[0].name if self.compute.workers else None,
-            "placementGroup": next((g.name for g in self.compute.placement_groups.values()), None),
-            "securityGroupId": security.group.id,
-            "bucket": self.storage.bucket.bucket,
-        }
+        self.outputs = ClusterOutputs(
+            **plan_outputs(plan), headInstanceId=self.compute.head.id, image=self.compute.head.ami,
+            workerGroups=[WorkerGroupOutput(name=group.name, market=group.market, id=made.name)
+                          for group, made in zip(plan.workers, self.compute.workers, strict=True)],
+            workerInstanceIds=[],
+            placementGroups=[PlacementOutput(kind=kind, id=made.name)
+                             for kind, made in self.compute.placement_groups.items()],
+            securityGroupId=security.group.id, bucket=self.storage.bucket.bucket, bringUp=None)
         self.register_outputs(self.outputs)
 
 
-def realize(plan: ClusterPlan) -> dict[str, Any]:
+def realize(plan: ClusterPlan) -> ClusterOutputs:
     return AwsCluster(plan).outputs

@@ -102,8 +102,9 @@ class CloudProfile:
     max_user_data_bytes: int | None = 16384
     spot_strategies: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     unsupported: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    # The module whose `realize(plan)` declares the cloud's resources, and the package its Pulumi type tokens start
-    # with (`<package>:<module>/<name>:<Type>`; policy/clouds/<name>.py reads those resources). None: no resources.
+    # The module whose `realize(plan)` declares the cloud's resources (a `Realizer`, components/realizers/contract.py),
+    # and the package its Pulumi type tokens start with (`<package>:<module>/<name>:<Type>`; policy/clouds/<name>.py
+    # reads those resources). None: no resources.
     realizer: str = ""
     pulumi_package: str | None = None
     # The module whose `validation(resources, region)` has the cloud's provider check a preview offline

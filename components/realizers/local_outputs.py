@@ -5,8 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from components.plan.model import ClusterPlan
+from components.realizers.contract import ClusterOutputs
 from components.realizers.outputs import plan_outputs
 
+# No provider computes anything here.
+COMPUTED: dict[str, dict[str, Any]] = {}
 
-def realize(plan: ClusterPlan) -> dict[str, Any]:
-    return {**plan_outputs(plan), "nodes": plan.scaling.nodes_desired, "bringUp": f"fleet up --stack {plan.stack}"}
+
+def realize(plan: ClusterPlan) -> ClusterOutputs:
+    return ClusterOutputs(**plan_outputs(plan), headInstanceId=None, image=None, workerGroups=[], workerInstanceIds=[],
+                          placementGroups=[], securityGroupId=None, bucket=None,
+                          bringUp=f"fleet up --stack {plan.stack}")

@@ -1,17 +1,27 @@
-"""Stack outputs every target shares, read straight off the plan; realizers add what only their cloud has."""
+"""Stack outputs every target shares, read straight off the plan; each realizer adds what it made."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
 
 from components.plan.model import ClusterPlan
+from components.plan.software import FAILURE_BUDGET, PERMANENT_FAILURES, failure_records
+from components.realizers.contract import PlanOutputs
 
 
-def plan_outputs(plan: ClusterPlan) -> dict[str, Any]:
-    return {
-        "headAddress": plan.network.head_address,
-        "checkpointUri": plan.storage.checkpoint_uri,
-        "hourlyCostUsd": plan.cost.expected_hourly,
-        "onDemandHourlyUsd": plan.cost.on_demand_hourly,
-        **({"headReplacement": plan.lifecycle.head_replacement} if plan.lifecycle.head_replacement else {}),
-    }
+def plan_outputs(plan: ClusterPlan) -> PlanOutputs:
+    """Where the head listens and the checkpoints go, what the cluster costs and when its head is replaced; which
+    software matrix the nodes hold to, and where a stopped replacement loop shows: the failure records in the bucket
+    and the node metric gpufleet-report sets."""
+    return PlanOutputs(
+        headAddress=plan.network.head_address,
+        checkpointUri=plan.storage.checkpoint_uri,
+        hourlyCostUsd=plan.cost.expected_hourly,
+        onDemandHourlyUsd=plan.cost.on_demand_hourly,
+        headReplacement=plan.lifecycle.head_replacement,
+        nodes=plan.scaling.nodes_desired,
+        software=json.loads(plan.software.to_json()),
+        failureBudget={"nodes": FAILURE_BUDGET, "permanentReasons": list(PERMANENT_FAILURES),
+                       "records": failure_records(plan.storage.checkpoint_uri),
+                       "metric": "gpufleet_replacement_stopped"},
+    )

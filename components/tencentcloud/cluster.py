@@ -8,6 +8,7 @@ import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
 from components.plan.model import INSTANCES, SCALING_GROUP, ClusterPlan, in_scaling_groups
+from components.realizers.contract import ClusterOutputs, PlacementOutput, WorkerGroupOutput
 from components.realizers.outputs import plan_outputs
 from components.tencentcloud.groups import TcWorkerGroups
 from components.tencentcloud.identity import TcIdentity
@@ -17,6 +18,8 @@ from components.tencentcloud.nodes import NodeArgs, Placement
 from components.tencentcloud.security import TcSecurity
 from components.tencentcloud.storage import TcStorage
 
+# No output the provider computes, besides ids, that this realizer reads.
+COMPUTED: dict[str, dict[str, Any]] = {}
 # The plan's spread placement as a placement group type: one node per host.
 SPREAD_LEVEL = {"spread": "HOST"}
 
@@ -60,18 +63,15 @@ class TcCluster(pulumi.ComponentResource):
         scaled = tuple(g for g in plan.workers if g.form == SCALING_GROUP)
         workers = worker_instances(name, nodes, plan.worker, fixed, where, child)
         groups = TcWorkerGroups(name, nodes, plan.worker, scaled, where, opts=child) if scaled else None
-        self.outputs: dict[str, Any] = {
-            **plan_outputs(plan),
-            "headInstanceId": head.id,
-            "image": head.image_id,
-            "workerGroups": {market: group.id for market, group in groups.groups.items()} if groups else None,
-            "workerInstanceIds": [worker.id for worker in workers] or None,
-            "hpcClusterId": made["hpc-cluster"].id if "hpc-cluster" in made else None,
-            "securityGroupId": security.group.id,
-            "bucket": storage.bucket.bucket,
-        }
+        self.outputs = ClusterOutputs(
+            **plan_outputs(plan), headInstanceId=head.id, image=head.image_id,
+            workerGroups=[WorkerGroupOutput(name=group.name, market=group.market, id=groups.groups[group.name].id)
+                          for group in scaled],
+            workerInstanceIds=[worker.id for worker in workers],
+            placementGroups=[PlacementOutput(kind=kind, id=group.id) for kind, group in made.items()],
+            securityGroupId=security.group.id, bucket=storage.bucket.bucket, bringUp=None)
         self.register_outputs(self.outputs)
 
 
-def realize(plan: ClusterPlan) -> dict[str, Any]:
+def realize(plan: ClusterPlan) -> ClusterOutputs:
     return TcCluster(plan).outputs
