@@ -224,7 +224,7 @@ class TrainConfig:
     def from_overrides(
         cls, overrides: typing.Mapping[str, typing.Any] | None = None, **base: typing.Any
     ) -> TrainConfig:
-        """Build a config from a dict with camelCase or snake_case keys (the stack file's ``job`` object).
+        """Build a config from settings named in any spelling ``setting_name`` reads (the command line's).
 
         Values are converted to the field's type; an unknown key raises ConfigError naming it.
         """
