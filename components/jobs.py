@@ -10,9 +10,9 @@ its schema key before the model reads it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_origin
 
-from pydantic import ConfigDict, Field, create_model, field_validator
+from pydantic import ConfigDict, Field, ValidationInfo, create_model, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -38,11 +38,17 @@ class _OneValueEach(SpecModel):
 
     @field_validator("*", mode="before")
     @classmethod
-    def _one_value(cls, value: Any) -> Any:
-        """A map or a list is named as such (pydantic would only say the type is wrong)."""
+    def _one_value(cls, value: Any, info: ValidationInfo) -> Any:
+        """A map or a list is named as such, and so is a flag where a word belongs (pydantic would only say the type
+        is wrong)."""
         if isinstance(value, dict | list):
             raise PydanticCustomError("one_value", "is a {shape}; the setting takes one value",
                                       {"shape": "map" if isinstance(value, dict) else "list"})
+        kind = cls.model_fields[info.field_name].annotation
+        if isinstance(value, bool) and (kind is str or get_origin(kind) is Literal):
+            raise PydanticCustomError(
+                "flag_for_word", "got {value}, where a word belongs (YAML reads yes, no, on and off as true and false)",
+                {"value": str(value).lower()})
         return value
 
 

@@ -182,6 +182,7 @@ _FIXES = {
     "bool_parsing": "write true or false.",
     "flag_for_number": "write a number.",
     "one_value": "write a single value.",
+    "flag_for_word": "write it in quotes, e.g. 'off'.",
     "int_from_float": "write a whole number.",
     "finite_number": "write a finite number.",
     "string_type": "write a string.",

@@ -63,6 +63,8 @@ def test_every_refused_setting_is_named_at_once(tmp_path):
     ({"lr": False}, "got false, where a number belongs"),
     ({"data": {"path": "/d"}}, "is a map"),
     ({"model": ["tiny"]}, "is a list"),
+    ({"kernels": False}, "got false, where a word belongs"),
+    ({"data": True}, "got true, where a word belongs"),
 ])
 def test_values_of_the_wrong_shape_are_refused(tmp_path, job, message):
     problem = only(tmp_path, "aws", {"job": job})
