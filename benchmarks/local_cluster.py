@@ -7,9 +7,7 @@ single-process `python -m training.train` of the same job measured in the same r
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import re
 import subprocess
 import sys
 import tempfile
@@ -19,16 +17,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from components.jobs import JobSettings  # noqa: E402
 from components.plan.planner import job_args  # noqa: E402
 from fleet.stacks import resolve, spec_and_plan  # noqa: E402
-from training.config import TrainConfig  # noqa: E402
-
-FIELDS = {f.name for f in dataclasses.fields(TrainConfig)}
 
 
-def plain(job: dict) -> dict:
+def plain(job: JobSettings) -> dict:
     """The same job in one process: seconds to its first logged step and in all, both from process start."""
-    args = job_args({k: v for k, v in job.items() if re.sub(r"(?<!^)(?=[A-Z])", "_", k).lower() in FIELDS})
+    args = job_args(job.model_dump(exclude_unset=True))
     with tempfile.TemporaryDirectory() as run_dir:
         started = time.time()
         subprocess.run([sys.executable, "-m", "training.train", *args, f"--run-dir={run_dir}", "--progress=false"],

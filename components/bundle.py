@@ -15,7 +15,6 @@ from functools import cache
 from pathlib import Path
 
 from components.paths import PROJECT_ROOT
-from training.config import TrainConfig
 
 # Paths in the archive are the repository's, so the node finds training/, cloud-init/bin/, ... under one directory.
 SOURCES = (
@@ -29,11 +28,6 @@ SOURCES = (
 )
 KERNELS = "training/kernels/"
 """The job's GPU kernels: in the bundle only when the job uses them, so a change to them rolls only those nodes."""
-
-
-def uses_kernels(job: Mapping[str, object]) -> bool:
-    """Whether a stack's `job` object (already validated) runs the job's own kernels: unless `kernels: off`."""
-    return TrainConfig.from_overrides(job).kernels != "off"
 
 
 def source_files(kernels: bool = True) -> dict[str, bytes]:

@@ -24,7 +24,7 @@ from components.errors import Problem, SpecError
 from components.plan.placement import ask_of
 from components.spec import ClusterSpec, ShapeError, parse_spec
 from components.stackfile import CLUSTER_KEY
-from training.config import ConfigError, TrainConfig, setting_name
+from training.config import most_ranks
 
 Rule = Callable[[ClusterSpec, CloudProfile], Iterable[Problem]]
 
@@ -101,14 +101,10 @@ def autoscaling(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
 
 
 def job(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
-    """The training settings parse, and every rank has a sequence per step at every node count the cluster can
-    stand at. Nothing else about the batch: the job splits it exactly over any number of ranks up to it and picks
-    the micro-batch from the GPU's memory (training.batching, training.memory)."""
-    try:
-        config = TrainConfig.from_overrides(spec.job)
-    except ConfigError as error:
-        yield Problem(_at("job"), str(error), "correct the job setting (see `python -m training.train --help`).")
-        return
+    """Every rank has a sequence per step at every node count the cluster can stand at (training.batching's rule).
+    Nothing else about the batch: the job splits it exactly over any number of ranks up to it and picks the
+    micro-batch from the GPU's memory (training.batching, training.memory); the settings' own limits are the spec's
+    (components/jobs.py)."""
     row = catalog.lookup(spec.cloud, spec.instance_type)
     if row is None:
         return
@@ -117,11 +113,11 @@ def job(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
         yield Problem(_at("ranksPerNode"), f"{spec.ranks_per_node} ranks but {row.name} has {row.gpus} GPUs.",
                       f"use at most {row.gpus}, or leave it unset for one rank per GPU.")
     counts = spec.counts
-    if not counts.min <= counts.desired <= counts.max or counts.max * ranks <= config.global_batch:
+    most, batch = counts.max * ranks, spec.job.global_batch
+    if not counts.min <= counts.desired <= counts.max or most <= most_ranks(batch):
         return
-    most, batch = counts.max * ranks, config.global_batch
-    fix = f"set job.globalBatch to at least {most}, or nodes.max to at most {batch // ranks}."
-    if any(setting_name(key) == "global_batch" for key in spec.job):
+    fix = f"set job.globalBatch to at least {most}, or nodes.max to at most {most_ranks(batch) // ranks}."
+    if "global_batch" in spec.job.model_fields_set:
         yield Problem(_at("job.globalBatch"), f"{batch} sequences per step cannot give each of the {most} ranks at "
                       f"{counts.max} nodes x {ranks} ranks one.", fix)
     else:

@@ -9,18 +9,16 @@ from __future__ import annotations
 import copy
 import difflib
 import re
-import types
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
-from pydantic.alias_generators import to_camel
-from pydantic_core import PydanticCustomError
+from pydantic import AfterValidator, BaseModel, Field, ValidationError, field_validator
 
 from components.cidrs import normalised_cidr, normalised_vpc_cidr
 from components.clouds import CLOUDS
 from components.errors import Problem, SpecError
-from components.jobs import node_settings, refused_settings
+from components.jobs import JobSettings, one_spelling, platform_owned
 from components.names import CLUSTER_NAME, checked_cluster_name, cluster_name
+from components.specmodel import SpecModel
 from components.stackfile import CLUSTER_KEY
 
 Cloud = Literal[tuple(CLOUDS)]
@@ -32,35 +30,7 @@ _PORT_RANGE = re.compile(r"^\s*(\d{1,5})\s*-\s*(\d{1,5})\s*$")
 _DOMAIN = re.compile(r"^(?=.{4,189}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
 
 
-def _leaf_types(annotation: Any) -> list[Any]:
-    """The plain types a field accepts, through unions and Annotated."""
-    origin = get_origin(annotation)
-    if origin is Annotated:
-        return _leaf_types(get_args(annotation)[0])
-    if origin in (Union, types.UnionType):
-        return [leaf for arg in get_args(annotation) for leaf in _leaf_types(arg)]
-    return [annotation]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _no_flag_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
-        """pydantic would read true as 1; in a stack file it is a slip (YAML reads yes, no, on, off as flags too)."""
-        if isinstance(value, bool):
-            leaves = _leaf_types(cls.model_fields[info.field_name].annotation)
-            if bool not in leaves and (int in leaves or float in leaves):
-                raise PydanticCustomError(
-                    "flag_for_number",
-                    "got {value}, where a number belongs (YAML reads yes, no, on and off as true and false)",
-                    {"value": str(value).lower()},
-                )
-        return value
-
-
-class NodeCounts(_Model):
+class NodeCounts(SpecModel):
     """How many nodes the cluster has, head included: the scaling bounds and the count to start with."""
 
     min: int = Field(ge=1, description="Fewest nodes; the elastic job keeps training with this many.")
@@ -68,7 +38,7 @@ class NodeCounts(_Model):
     max: int = Field(ge=1, description="Most nodes the scaling group may add.")
 
 
-class Market(_Model):
+class Market(SpecModel):
     """Where capacity comes from: on-demand, spot, an On-Demand Capacity Reservation or a Capacity Block."""
 
     on_demand_base: int = Field(1, ge=0, description="Nodes always on-demand, the head node included.")
@@ -81,7 +51,7 @@ class Market(_Model):
     international_account: bool = Field(False, description="Tencent Cloud international account (no spot there).")
 
 
-class Network(_Model):
+class Network(SpecModel):
     """The cluster's private network and its firewall."""
 
     vpc_cidr: str = Field("10.0.0.0/16", description="Private address range of the cluster's VPC.")
@@ -136,14 +106,14 @@ class Network(_Model):
         return int(low), int(high)
 
 
-class Autoscaling(_Model):
+class Autoscaling(SpecModel):
     """How the worker group grows and shrinks."""
 
     gpu_util_target: float | None = Field(None, description="Target-tracking on average GPU utilisation, percent.")
     standby: int = Field(0, ge=0, description="Stopped nodes kept warm for fast scale-out.")
 
 
-class Storage(_Model):
+class Storage(SpecModel):
     """Checkpoint storage and disks."""
 
     checkpoint_bucket: str | None = Field(None, description="Bucket name; unset: one named after the stack.")
@@ -161,7 +131,7 @@ class Storage(_Model):
         return value
 
 
-class ClusterSpec(_Model):
+class ClusterSpec(SpecModel):
     """A whole cluster as the stack file states it, after defaults."""
 
     cloud: Cloud = Field(description=f"Where the cluster runs: {', '.join(CLOUDS)}.")
@@ -180,8 +150,8 @@ class ClusterSpec(_Model):
     storage: Storage = Storage()
     ranks_per_node: int | None = Field(None, ge=1, description="Training processes per node; default: one per GPU "
                                        "(two on CPU-only local nodes).")
-    job: dict[str, Any] = Field(default_factory=dict, description="Overrides of the training job's settings "
-                                "(any `python -m training.train --help` setting, camelCase).")
+    job: JobSettings = Field(default_factory=JobSettings, description="The training job's settings (those of "
+                             "`python -m training.train --help`, camelCase); one left out keeps the job's default.")
     tags: dict[str, str] = Field(default_factory=dict, description="Extra tags on every resource.")
     gate: Literal["light", "deep"] = Field("light", description="The health gate's depth: `light` (about a minute "
                                            "per node) or `deep` (longer checks, DCGM level 2, a larger acceptance).")
@@ -190,11 +160,6 @@ class ClusterSpec(_Model):
     @classmethod
     def _name(cls, value: str | None) -> str | None:
         return None if value is None else checked_cluster_name(value)
-
-    @field_validator("job")
-    @classmethod
-    def _job(cls, job: dict[str, Any]) -> dict[str, Any]:
-        return node_settings(job)
 
     @property
     def counts(self) -> NodeCounts:
@@ -216,13 +181,19 @@ _FIXES = {
     "float_parsing": "write a number.",
     "bool_parsing": "write true or false.",
     "flag_for_number": "write a number.",
+    "one_value": "write a single value.",
+    "flag_for_word": "write it in quotes, e.g. 'off'.",
+    "int_from_float": "write a whole number.",
+    "finite_number": "write a finite number.",
     "string_type": "write a string.",
     "tuple_type": "write a list, e.g. [203.0.113.0/24].",
     "list_type": "write a list.",
     "dict_type": "write a map of keys and values.",
+    "model_type": "write a map of keys and values.",
     "greater_than_equal": "raise it.",
     "less_than_equal": "lower it.",
     "greater_than": "raise it.",
+    "less_than": "lower it.",
     "value_error": "correct the value as described.",
 }
 
@@ -247,9 +218,15 @@ def _fields_at(loc: tuple[Any, ...]) -> list[str]:
     return [f.alias or name for name, f in model.model_fields.items()]
 
 
-def _problem(error: dict[str, Any]) -> Problem:
+def _problem(error: dict[str, Any], job_keys: dict[str, str]) -> Problem:
+    """The problem pydantic's error stands for, at the key the stack wrote (``job_keys``: one_spelling's)."""
     loc = tuple(error["loc"])
+    if loc[:1] == ("job",) and len(loc) > 1:
+        loc = ("job", job_keys.get(str(loc[1]), loc[1]), *loc[2:])
     kind = error["type"]
+    reason = platform_owned(str(loc[-1])) if loc[:1] == ("job",) and kind == "extra_forbidden" else None
+    if reason:
+        return Problem(_path(loc), f"is set by gpufleet on every node: {reason}.", "remove it.")
     if kind == "extra_forbidden":
         close = difflib.get_close_matches(str(loc[-1]), _fields_at(loc), n=1)
         hint = f" (did you mean `{close[0]}`?)" if close else ""
@@ -257,6 +234,8 @@ def _problem(error: dict[str, Any]) -> Problem:
     message = error["msg"].removeprefix("Value error, ")
     if kind == "literal_error":
         message = f"got {error.get('input')!r}; {message[0].lower()}{message[1:]}"
+    if kind == "model_type":  # pydantic names the model's class, which the stack never sees
+        message = f"got {error.get('input')!r}, where a map of keys and values belongs"
     return Problem(_path(loc), message.rstrip(".") + ".", _FIXES.get(kind, "correct the value."))
 
 
@@ -304,8 +283,9 @@ def parse_spec(raw: Any, region: str, stack: str) -> ClusterSpec:
         refused.append(Problem(f"{CLUSTER_KEY}.region", f"is not a cluster setting: the region is the provider's "
                                f"own config key (e.g. {keys[0]}), so {written_region!r} here would be ignored.",
                                f"move it to config as {' or '.join(keys)} and remove it here."))
+    job_keys: dict[str, str] = {}
     if isinstance(data.get("job"), dict):
-        data["job"], job_refused = refused_settings(data["job"])
+        data["job"], job_keys, job_refused = one_spelling(data["job"])
         refused += job_refused
     try:
         spec = ClusterSpec.model_validate(data)
@@ -317,7 +297,7 @@ def parse_spec(raw: Any, region: str, stack: str) -> ClusterSpec:
             partial = ClusterSpec.model_validate(data)
         except ValidationError:
             partial = None
-        raise ShapeError([_problem(e) for e in errors] + refused, partial) from None
+        raise ShapeError([_problem(e, job_keys) for e in errors] + refused, partial) from None
     if refused:
         raise ShapeError(refused, spec)
     return spec

@@ -16,7 +16,6 @@ from rich.table import Table
 from components.local import cluster
 from components.local.errors import LocalError
 from fleet.stacks import resolve, spec_and_plan
-from training.config import TrainConfig
 
 
 class RichReporter:
@@ -105,7 +104,7 @@ def run_up(args) -> int:
 
         return run_boot(args)
     spec, plan = _plan(args)
-    total = int(spec.job.get("steps", TrainConfig.steps))
+    total = spec.job.steps
     console = Console(stderr=True)
     opts = cluster.Options(total_steps=total, first_step_timeout_s=args.first_step_timeout,
                            close_ports=tuple(args.close_port), slow_links=tuple(args.slow_link))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from training.config import ConfigError
+from training.config import ConfigError, most_ranks
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class StepSplit:
     """The most sequences one forward pass takes on a rank."""
 
     def __post_init__(self) -> None:
-        if self.world_size > self.global_batch:
+        if self.world_size > most_ranks(self.global_batch):
             raise ConfigError(
                 f"{self.world_size} ranks but global_batch={self.global_batch}: every rank needs at least one "
                 f"sequence per step. Set 'global_batch' to at least {self.world_size}, or run on fewer ranks."

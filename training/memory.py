@@ -16,11 +16,13 @@ checked, against the state.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
+from training.batching import StepSplit
 from training.config import ConfigError, TrainConfig
+from training.distributed import Dist
 
 GIB = 1 << 30
 AUTO_TOKENS = 65536
@@ -29,6 +31,8 @@ AUTO_TOKENS = 65536
 FILL = 0.9
 """Share of the device budget the automatic pick fills: the rest is for the caching allocator's rounding and
 fragmentation and for NCCL's buffers, which are allocated outside it after the budget is read."""
+_OUT_OF_MEMORY = 1 << 62
+"""A peak no device has: a rank's measurement that ran out of memory, in the ranks' maximum."""
 
 
 @dataclass(frozen=True)
@@ -151,3 +155,36 @@ def check_state_fits(cfg: TrainConfig, parameters: list[torch.nn.Parameter], dev
     if state + optimizer > available:
         need = f"{(state + optimizer) / GIB:.2f} GiB for its parameters, gradients and AdamW state alone"
         raise refuse(cfg, device, available, need, 0)
+
+
+def pick_micro_batch(cfg: TrainConfig, d: Dist, available: int | None,
+                     measure: Callable[[int], Footprint] | None) -> tuple[int, Footprint | None]:
+    """The micro-batch and its footprint: the configured one if it fits, else an error naming one that does; 0
+    (automatic) the largest that fills at most FILL of the budget. ``measure(rows)`` measures this rank's
+    micro-steps of that many rows (None where nothing can be measured: the CPU). Every rank measures the same rows
+    and decides from the smallest budget and the largest peak, so all decide alike."""
+    largest_share = -(-cfg.global_batch // d.world_size)
+    if measure is None:
+        return cfg.micro_batch or candidates(largest_share, cfg.seq_len)[0], None
+    available = d.smallest(available)
+    measured: dict[int, Footprint] = {}
+
+    def footprint_of(micro_batch: int) -> Footprint:
+        """Measured at the most rows a micro-step of ``micro_batch`` has on any rank: the rows the job trains on."""
+        rows = StepSplit(cfg.global_batch, d.world_size, micro_batch).largest_chunk
+        if rows not in measured:
+            mine = measure(rows)
+            worst = -d.smallest(-(_OUT_OF_MEMORY if mine.step is None else mine.step))
+            measured[rows] = replace(mine, step=None if worst == _OUT_OF_MEMORY else worst)
+        return measured[rows]
+
+    if cfg.micro_batch:
+        footprint = footprint_of(cfg.micro_batch)
+        if not footprint.fits(available):
+            fitting, _ = auto_micro_batch(footprint_of, available, largest_share, cfg.seq_len)
+            raise refuse(cfg, d.device, available, describe(footprint), fitting)
+        return cfg.micro_batch, footprint
+    micro_batch, footprint = auto_micro_batch(footprint_of, available, largest_share, cfg.seq_len)
+    if not micro_batch:
+        raise refuse(cfg, d.device, available, describe(footprint), 0)
+    return micro_batch, footprint

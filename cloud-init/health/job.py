@@ -1,6 +1,7 @@
 """The cluster acceptance inside the training job: once the job's world forms and before its first step, every rank
 runs `acceptance.accept` (or the node mesh names a node no other reaches); a node it names reports itself and leaves,
-the others restart so their torchrun agents re-form the world without it.
+the others restart so their torchrun agents re-form the world without it. The node's command runs the job through
+`health.run_job`, which hands `accepted_world` to the job as the hook that forms its world.
 
 gpufleet-train sets GF_HEALTH_CONFIG (the plan's /etc/gpufleet/health.json) and puts cloud-init/ on PYTHONPATH;
 gpufleet-lib.sh exports the node's STATE, RUN and BIN directories. On a named node the first rank writes the reason

@@ -4,10 +4,11 @@ beyond reading the bundled training code to hash it."""
 from __future__ import annotations
 
 import hashlib
-import re
+from collections.abc import Mapping
+from typing import Any
 
 from components import catalog
-from components.bundle import bundle_sha256, uses_kernels
+from components.bundle import bundle_sha256
 from components.clouds import booted_profile, profile
 from components.clouds.base import CloudProfile
 from components.plan.cost import plan_cost
@@ -34,7 +35,7 @@ from components.plan.software import plan_software
 from components.plan.userdata import METRICS_PORTS, Job, node_command, role_user_data
 from components.rules import ranks_per_node
 from components.spec import ClusterSpec
-from training.config import setting_name
+from training.config import flag
 
 # Where checkpoints go in the bucket; the code bundle sits beside them under code/.
 CHECKPOINT_PREFIX = "checkpoints"
@@ -51,7 +52,7 @@ def _bucket(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFact
 
 def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFacts) -> StoragePlan:
     bucket, account = _bucket(spec, cloud, name, facts)
-    sha = bundle_sha256(uses_kernels(spec.job))
+    sha = bundle_sha256(kernels=spec.job.kernels != "off")
     code_key = f"code/{sha}.tar.gz"
     root = (f"file://{cloud.file_bucket.format(name=name)}" if cloud.bucket_scheme == "file"
             else f"{cloud.bucket_scheme}://{bucket}")
@@ -86,17 +87,16 @@ def _market(spec: ClusterSpec, cloud: CloudProfile, facts: DeployFacts) -> Marke
                       max_spot_price=m.max_spot_price, reservation_id=reservation, capacity_block=m.capacity_block)
 
 
-def job_args(job: dict) -> tuple[str, ...]:
-    """The stack's `job` object as command-line overrides of the training job (camelCase -> --kebab-case)."""
-    return tuple(f"--{re.sub(r'(?<!^)(?=[A-Z])', '-', key).lower().replace('_', '-')}={value}"
-                 for key, value in sorted(job.items()))
+def job_args(settings: Mapping[str, Any]) -> tuple[str, ...]:
+    """Settings of the training job (by field name) as its command-line flags, in name order."""
+    return tuple(f"{flag(name)}={value}" for name, value in sorted(settings.items()))
 
 
-def _job(spec: ClusterSpec, row: catalog.InstanceType) -> dict:
-    """The stack's job settings, with the GPU's peak TFLOP/s from the catalog for MFU unless the stack set one."""
-    stated = any(setting_name(key) == "peak_tflops" for key in spec.job)
-    peak = {"peakTflops": f"{row.peak_tflops_bf16:g}"} if row.peak_tflops_bf16 and not stated else {}
-    return peak | spec.job
+def _job(spec: ClusterSpec, row: catalog.InstanceType) -> dict[str, Any]:
+    """The settings the stack wrote, with the GPU's peak TFLOP/s from the catalog for MFU unless the stack set one."""
+    stated = spec.job.model_dump(exclude_unset=True)
+    peak = {"peak_tflops": f"{row.peak_tflops_bf16:g}"} if row.peak_tflops_bf16 and "peak_tflops" not in stated else {}
+    return peak | stated
 
 
 def _role(cloud: CloudProfile, row: catalog.InstanceType, role: str, name: str, spec: ClusterSpec, job: Job,

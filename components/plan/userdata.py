@@ -42,7 +42,7 @@ def node_command(job: Job, role: str) -> tuple[str, ...]:
     return ("torchrun", f"--nnodes={low}:{high}", f"--nproc-per-node={job.ranks_per_node}", "--rdzv-backend=c10d",
             f"--rdzv-endpoint={{head_address}}:{job.rendezvous_port}", f"--rdzv-id={job.name}",
             f"--rdzv-conf=is_host={int(role == HEAD)}", f"--max-restarts={MAX_RESTARTS}", "--local-addr={local_addr}",
-            "-m", "training.train", *job.job_args, "--checkpoint-dir", "{checkpoint_dir}",
+            "-m", "health.run_job", *job.job_args, "--checkpoint-dir", "{checkpoint_dir}",
             "--run-dir", "{checkpoint_dir}/runs/{node_id}")
 
 

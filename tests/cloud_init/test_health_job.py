@@ -3,6 +3,7 @@ agent (a shell that would wait for it), with the node's directories and the plan
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -54,3 +55,32 @@ def test_a_node_already_named_leaves_without_joining_and_stops_its_agent(tmp_pat
     text = out.read_text()
     assert "joined the world" not in text
     assert "left: this node was named by the cluster acceptance (acceptance-node:node0=1.2:min=4.5)" in text, text
+
+
+def _job(tmp_path: Path, module: str) -> subprocess.CompletedProcess:
+    """``python -m MODULE`` as gpufleet-train starts it (from the code's root, cloud-init/ on PYTHONPATH, the plan's
+    health.json in GF_HEALTH_CONFIG), on a node the acceptance named in an earlier round."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(exist_ok=True)
+    (run_dir / "acceptance-reason").write_text("acceptance-node:node0=1.2:min=4.5\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("TORCHELASTIC_RUN_ID", "PYTHONPATH")}
+    env |= {"RUN": str(run_dir), "STATE": str(tmp_path / "state"), "BIN": str(tmp_path / "bin"),
+            "GF_HEALTH_CONFIG": str(write_health_json(tmp_path / "health.json")), "PYTHONPATH": f"{ROOT}/cloud-init"}
+    command = [sys.executable, "-m", module, "--model", "tiny", "--seq-len", "16", "--device", "cpu", "--steps", "1",
+               "--kernels", "off", "--run-dir", str(tmp_path / module), "--progress", "false"]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_the_nodes_command_forms_the_jobs_world_through_the_acceptance(tmp_path):
+    """health.run_job hands accepted_world to the job: a named node's job leaves before its world forms."""
+    left = _job(tmp_path, "health.run_job")
+    assert left.returncode == 1, left.stderr
+    assert "error: this node was named by the cluster acceptance (acceptance-node:node0=1.2:min=4.5)" in left.stderr
+    assert not (tmp_path / "health.run_job" / "summary.json").exists()
+
+
+def test_the_job_alone_runs_no_acceptance(tmp_path):
+    """training.train knows nothing of the node: with the node's environment it trains as anywhere else."""
+    alone = _job(tmp_path, "training.train")
+    assert alone.returncode == 0, alone.stderr
+    assert json.loads((tmp_path / "training.train" / "summary.json").read_text())["steps_completed"] == 1

@@ -143,7 +143,7 @@ def test_train_pulls_the_checkpoint_and_runs_the_plans_command(local_node, tmp_p
     assert args[:10] == ["--nnodes=2:2", f"--nproc-per-node={plan.ranks_per_node}", "--rdzv-backend=c10d",
                          "--rdzv-endpoint=127.0.0.1:29400", f"--rdzv-id={plan.name}",
                          f"--rdzv-conf=is_host={int(role == 'head')}", "--max-restarts=100",
-                         "--local-addr=127.0.0.1", "-m", "training.train"]
+                         "--local-addr=127.0.0.1", "-m", "health.run_job"]
     assert args[-4:] == ["--checkpoint-dir", f"{root}/ckpt", "--run-dir", f"{root}/ckpt/runs/{node_id}"], (
         "the node's own directories come last, so no job setting overrides them")
     assert "--steps=40" in args and "--model=tiny" in args, "the stack's job settings"

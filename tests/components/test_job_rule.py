@@ -14,7 +14,6 @@ from components.rules import ranks_per_node
 from components.stackfile import load_stack_file
 from fleet.stacks import spec_and_plan
 from training.batching import StepSplit
-from training.config import TrainConfig
 
 STACKS = sorted((Path(__file__).resolve().parents[2] / "stacks").glob("Pulumi.*.yaml"))
 FIVE_LINES = {"cloud": "aws", "zone": "us-east-1a", "instanceType": "p5.48xlarge",
@@ -33,8 +32,7 @@ def _at_each_count(config: dict, tmp_path: Path) -> list[int]:
         path = tmp_path / f"Pulumi.at{count}.yaml"
         path.write_text(yaml.safe_dump(pinned))
         spec, plan = spec_and_plan(load_stack_file(path))
-        job = TrainConfig.from_overrides(spec.job)
-        StepSplit(job.global_batch, count * ranks_per_node(spec, plan.instance), job.micro_batch or 1)
+        StepSplit(spec.job.global_batch, count * ranks_per_node(spec, plan.instance), spec.job.micro_batch or 1)
     return list(range(low, high + 1))
 
 

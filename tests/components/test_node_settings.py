@@ -17,7 +17,7 @@ def shipped(name: str):
 def test_the_exact_command_of_each_role():
     plan = shipped("aws-p5")
     common = ("--rdzv-backend=c10d", "--rdzv-endpoint={head_address}:29400", "--rdzv-id=aws-p5")
-    tail = ("--max-restarts=100", "--local-addr={local_addr}", "-m", "training.train", "--global-batch=1024",
+    tail = ("--max-restarts=100", "--local-addr={local_addr}", "-m", "health.run_job", "--global-batch=1024",
             "--model=gpt2", "--peak-tflops=989", "--checkpoint-dir", "{checkpoint_dir}",
             "--run-dir", "{checkpoint_dir}/runs/{node_id}")
     assert plan.head.command == ("torchrun", "--nnodes=2:8", "--nproc-per-node=8", *common,

@@ -196,7 +196,7 @@ def test_every_problem_is_listed_at_once(write_stack, aws_cluster):
 def test_unknown_job_setting(write_stack, aws_cluster):
     aws_cluster["job"] = {"learningRate": 0.1}
     problem = only_problem(write_stack(aws_cluster))
-    assert problem.path == "gpufleet:cluster.job" and "learningRate" in problem.message
+    assert problem.path == "gpufleet:cluster.job.learningRate" and problem.message.startswith("unknown key")
 
 
 def test_more_ranks_than_gpus(write_stack, aws_cluster):

@@ -23,13 +23,13 @@ RAW_JOBS = [
 @pytest.mark.parametrize("job", RAW_JOBS)
 def test_the_node_parses_what_the_spec_validated(tmp_path, job):
     spec, _ = plan_of(tmp_path, "aws", {"job": job})
-    assert parse_args(list(job_args(spec.job))) == TrainConfig.from_overrides(job)
+    assert parse_args(list(job_args(spec.job.model_dump(exclude_unset=True)))) == TrainConfig.from_overrides(job)
 
 
 def test_values_reach_the_node_in_their_settings_type(tmp_path):
     spec, plan = plan_of(tmp_path, "aws", {"job": {"steps": 40.0, "LR": 0.001, "seqLen": "128"}})
-    assert spec.job == {"steps": 40, "lr": 0.001, "seqLen": 128}
-    assert {"--steps=40", "--lr=0.001", "--seq-len=128"} <= set(job_args(spec.job))
+    assert spec.job.model_dump(by_alias=True, exclude_unset=True) == {"steps": 40, "lr": 0.001, "seqLen": 128}
+    assert {"--steps=40", "--lr=0.001", "--seq-len=128"} <= set(job_args(spec.job.model_dump(exclude_unset=True)))
     assert "--steps=40'" in plan.head.user_data and "--steps=40.0" not in plan.head.user_data
     assert "--l-r" not in plan.head.user_data
 
@@ -63,12 +63,18 @@ def test_every_refused_setting_is_named_at_once(tmp_path):
     ({"lr": False}, "got false, where a number belongs"),
     ({"data": {"path": "/d"}}, "is a map"),
     ({"model": ["tiny"]}, "is a list"),
+    ({"kernels": False}, "got false, where a word belongs"),
+    ({"data": True}, "got true, where a word belongs"),
 ])
 def test_values_of_the_wrong_shape_are_refused(tmp_path, job, message):
     problem = only(tmp_path, "aws", {"job": job})
     assert problem.path == f"gpufleet:cluster.job.{next(iter(job))}" and message in problem.message
 
 
-def test_unknown_and_unparsable_settings_still_name_the_job(tmp_path):
-    assert "learningRate" in only(tmp_path, "aws", {"job": {"learningRate": 0.1}}).message
-    assert "steps" in only(tmp_path, "aws", {"job": {"steps": 40.5}}).message
+def test_unknown_and_unparsable_settings_name_the_key_written(tmp_path):
+    unknown = only(tmp_path, "aws", {"job": {"learningRate": 0.1}})
+    assert unknown.path == "gpufleet:cluster.job.learningRate" and unknown.message.startswith("unknown key")
+    fractional = only(tmp_path, "aws", {"job": {"steps": 40.5}})
+    assert fractional.path == "gpufleet:cluster.job.steps" and fractional.fix == "write a whole number."
+    kebab = only(tmp_path, "aws", {"job": {"seq-len": "long"}})
+    assert kebab.path == "gpufleet:cluster.job.seq-len" and "integer" in kebab.message

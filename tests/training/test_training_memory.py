@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from training import memory, train
+from training import memory
 from training.batching import StepSplit
 from training.config import ConfigError, TrainConfig
 from training.distributed import Dist
@@ -171,7 +171,7 @@ def test_the_job_measures_the_rows_its_micro_steps_will_have():
     """100 sequences at micro-batch 64 are two micro-steps of 50: the probe runs 50 rows, not 64."""
     asked = []
     cfg = TrainConfig(global_batch=100, micro_batch=0, seq_len=1024)
-    micro_batch, footprint = train._pick_micro_batch(cfg, _dist(), 100 * GIB,
+    micro_batch, footprint = memory.pick_micro_batch(cfg, _dist(), 100 * GIB,
                                                      _measure_rows(lambda rows: GIB * rows, asked))
     assert (micro_batch, asked) == (64, [StepSplit(100, 1, 64).largest_chunk]) == (64, [50])
     assert footprint.peak == 51 * GIB
@@ -181,15 +181,15 @@ def test_a_configured_micro_batch_that_does_not_fit_is_refused_with_one_that_doe
     asked = []
     cfg = TrainConfig(global_batch=512, micro_batch=64, seq_len=1024)
     with pytest.raises(ConfigError) as refused:
-        train._pick_micro_batch(cfg, _dist(), 40 * GIB, _measure_rows(lambda rows: GIB * rows, asked))
+        memory.pick_micro_batch(cfg, _dist(), 40 * GIB, _measure_rows(lambda rows: GIB * rows, asked))
     assert "'micro_batch' at most 32" in str(refused.value) and "about 65.0 GiB at 64 sequences" in str(refused.value)
     assert asked == [64, 32]  # 64 rows measured once: the configured one is also the first automatic candidate
 
 
 def test_without_a_measurement_the_configured_or_the_first_candidate_is_used():
-    assert train._pick_micro_batch(TrainConfig(global_batch=512, micro_batch=5), _dist(), None, None) == (5, None)
+    assert memory.pick_micro_batch(TrainConfig(global_batch=512, micro_batch=5), _dist(), None, None) == (5, None)
     cfg = TrainConfig(global_batch=10_000, micro_batch=0, seq_len=32)
-    assert train._pick_micro_batch(cfg, _dist(), None, None) == (AUTO_TOKENS // 32, None)
+    assert memory.pick_micro_batch(cfg, _dist(), None, None) == (AUTO_TOKENS // 32, None)
 
 
 def _rank(rank: int, store_path: str, results) -> None:
@@ -201,7 +201,7 @@ def _rank(rank: int, store_path: str, results) -> None:
 
     asked = []
     cfg = TrainConfig(global_batch=64, micro_batch=0, seq_len=1024)
-    results.put((rank, train._pick_micro_batch(cfg, _dist(rank, 2), 200 * GIB, _measure_rows(step, asked)), asked))
+    results.put((rank, memory.pick_micro_batch(cfg, _dist(rank, 2), 200 * GIB, _measure_rows(step, asked)), asked))
     dist.destroy_process_group()
 
 
