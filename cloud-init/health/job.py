@@ -2,7 +2,7 @@
 runs `acceptance.accept` (or the node mesh names a node no other reaches); a node it names reports itself and leaves,
 the others restart so their torchrun agents re-form the world without it.
 
-gpufleet-train sets GF_HEALTH_CONFIG (the plan's /etc/gpufleet/health.json) and puts cloud-init/ on PYTHONPATH;
+gpufleet-train sets GF_HEALTH_CONFIG (the node plan, /etc/gpufleet/node.json) and puts cloud-init/ on PYTHONPATH;
 gpufleet-lib.sh exports the node's STATE, RUN and BIN directories. On a named node the first rank writes the reason
 to $RUN/acceptance-reason (gpufleet-train will not start the job again while it is there), calls `gpufleet-report
 REASON` (the node's metric, tag and the group's unhealthy path) and sends SIGTERM to its torchrun agent: an agent
