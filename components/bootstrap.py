@@ -65,6 +65,7 @@ def _item(value: object) -> str:
 
 
 def shell_value(value: object) -> str:
+    """A value as node.env writes it (components/plan/node.py says how)."""
     if value is None:
         return "''"
     if isinstance(value, bool):
@@ -74,12 +75,12 @@ def shell_value(value: object) -> str:
     return _quote(value)
 
 
-def settings(section: object, prefix: str = "") -> Iterator[tuple[str, object]]:
+def _settings(section: object, prefix: str = "") -> Iterator[tuple[str, object]]:
     """(name, value) of every field, in field order; a nested section's fields carry its name as a prefix."""
     for field in fields(section):
         value = getattr(section, field.name)
         if is_dataclass(value):
-            yield from settings(value, f"{prefix}{field.name}_")
+            yield from _settings(value, f"{prefix}{field.name}_")
         else:
             yield prefix + field.name, value
 
@@ -89,7 +90,7 @@ def node_env(node: NodePlan) -> str:
     lines = [
         f"# gpufleet settings for {node.cluster} {node.role} nodes; sourced by {BIN}/gpufleet-lib.sh.",
         "# shellcheck disable=SC2034",
-        *(f"GF_{name.upper()}={shell_value(value)}" for name, value in settings(node)),
+        *(f"GF_{name.upper()}={shell_value(value)}" for name, value in _settings(node)),
     ]
     return "\n".join(lines) + "\n"
 
@@ -114,7 +115,7 @@ def node_files(node: NodePlan) -> list[NodeFile]:
     ]
     files.append(NodeFile(CLOUD_ADAPTER, adapter(node.cloud)))
     api = CLOUD_INIT / "clouds" / f"{node.cloud}_api.py"
-    if api.is_file():
+    if api.is_file():  # the cloud's API tool, beside its SDK pin in the node's tools
         files.append(NodeFile(CLOUD_API, api.read_bytes()))
     files.append(NodeFile(f"{ETC}/node.env", node_env(node).encode()))
     files.append(NodeFile(f"{ETC}/node.json", node_json(node).encode()))

@@ -9,7 +9,7 @@
   fields under the same names, sections as objects, tuples as lists.
 
 A field added here reaches both files, and with them every node script and the gate, with no other change: its value
-is decided where the others are (plan_node).
+is decided where the others are (plan_node, beside the constants that say why each setting is what it is).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class NodePlan:
     ckpt_sync_s: int  # how often gpufleet-ckpt-sync pushes checkpoints to the bucket
     code_uri: str  # the training code bundle, named by its hash
     code_sha256: str  # the bundle's hash: a change rolls the nodes because user-data changes
-    bundle_fetch_tries: int  # how often the bundle fetch tries, this far apart: see plan_node
+    bundle_fetch_tries: int  # how often the bundle fetch tries, this far apart
     bundle_fetch_wait_s: int
     spot: bool  # may run on spot capacity: the spot watcher runs
     # The worker group's termination hook (LifecyclePlan.drain): the spot watcher completes it once the checkpoint is
