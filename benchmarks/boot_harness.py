@@ -55,7 +55,7 @@ def boot_stack(name: str, args) -> dict:
     if args.job == "tiny":
         stack = rehearsal.with_job(stack, rehearsal.TINY_JOB)
     plan = spec_and_plan(stack, booted=True)[1]
-    driver = node_settings(plan.head.user_data)["GF_DRIVER_VERSION"] if args.driver == "pinned" else None
+    driver = node_settings(plan.head.user_data)["GF_SOFTWARE_DRIVER"] if args.driver == "pinned" else None
     return rehearsal.rehearse(plan, driver=driver, timeout=args.timeout, keep=bool(os.environ.get("GF_BOOT_KEEP")))
 
 

@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -34,7 +35,7 @@ from benchmarks import cuda_timing
 from components.catalog import catalog
 from components.clouds import CLOUDS
 from components.plan.fabric import plan_fabric
-from components.plan.health import health_config
+from components.plan.health import plan_health
 
 ROOT = Path(__file__).resolve().parents[1]
 LOAD = """
@@ -54,14 +55,18 @@ while True:
 
 
 def node_config() -> tuple[str, config.HealthConfig]:
-    """(catalog row name, the health.json the plan writes for that row with this machine's GPU count)."""
+    """(catalog row name, what the gate reads of the node.json the plan writes for that row with this machine's GPU
+    count: the node's GPUs and fabric, and the plan's health section)."""
     name = torch.cuda.get_device_name(0)
     for cloud in CLOUDS:
         for row in catalog(cloud).types.values():
             if row.gpu_model and row.gpu_model in name:
                 row = row.model_copy(update={"gpus": torch.cuda.device_count()})
-                text = health_config(row, plan_fabric("auto", row), "light")
-                return row.name, config.parse(Path("health.json"), json.loads(text))
+                fabric = plan_fabric("auto", row)
+                node = {"gpus": row.gpus, "nvswitch": row.nvswitch, "fabric": fabric.kind,
+                        "fabric_devices": fabric.devices, "nccl_env": [list(pair) for pair in fabric.nccl_env],
+                        "health": asdict(plan_health(row, fabric, "light"))}
+                return row.name, config.parse(Path("node.json"), node)
     raise SystemExit(f"error: no catalog row has a GPU model in {name!r}")
 
 

@@ -1,10 +1,10 @@
 """`python -m health`: the node's health gate (with cloud-init/ on PYTHONPATH, as gpufleet-health runs it).
 
-    python -m health --config /etc/gpufleet/health.json \\
+    python -m health --config /etc/gpufleet/node.json \\
         --out /var/lib/gpufleet/health/gate.json --metrics /var/lib/gpufleet/metrics/health-gate.prom \\
         --reason-file /run/gpufleet/health-reason [--level deep] [--dcgm-level 3] [--devices cpu:2 [--stand-in]]
 
-The config is the plan's health.json (the GPU count, the fabric and the network NCCL must log, the thresholds, the
+The config is the node plan, node.json (the GPU count, the fabric and the network NCCL must log, the thresholds, the
 level; README.md beside this file). NCCL's settings come from the environment, as for every NCCL user on the node:
 gpufleet-health loads /etc/gpufleet/nccl.env first (gpufleet-lib.sh load_nccl_env). Exit 0: healthy; 1: a check
 failed (the reason file holds the first failed figure, e.g. "matmul:gpu3=412.3:min=593.4"); 2: bad arguments or
@@ -36,7 +36,7 @@ def _devices(text: str) -> tuple[torch.device, ...]:
 def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m health", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", type=Path, required=True, help="the plan's health.json")
+    p.add_argument("--config", type=Path, required=True, help="the node plan, node.json")
     p.add_argument("--level", choices=LEVELS, help="override the config's level")
     p.add_argument("--dcgm-level", type=int, choices=[1, 2, 3], help="override the config's DCGM diagnostic level")
     p.add_argument("--devices", default="cuda", help="cuda (default), cpu or cpu:N")

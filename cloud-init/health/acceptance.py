@@ -20,7 +20,7 @@ that setup runs): every rendezvous round, including one that admits a replacemen
 nodes and the communicator the job will use, and no second rendezvous can wait on a node that joins later. The same
 function runs as its own torchrun (`main`, tests and by hand):
     torchrun --nnodes=N --nproc-per-node=G --rdzv-backend=c10d --rdzv-endpoint=HEAD:29400 -m health.acceptance \\
-        --out /var/lib/gpufleet/health/acceptance.json [--config /etc/gpufleet/health.json] [--bucket-mb 100]
+        --out /var/lib/gpufleet/health/acceptance.json [--config /etc/gpufleet/node.json] [--bucket-mb 100]
 Every rank exits 0 once the test ran (a node that exits non-zero would keep the healthy nodes' torchrun agents in
 their exit barrier for five minutes); this node's verdict is the report's `ok` and the reason file.
 """
@@ -55,7 +55,7 @@ class Plan:
     """What to measure and what to hold it to."""
 
     bucket_bytes: int
-    baseline_gbs: float | None = None  # the cluster's threshold (health.json's thresholds.crossNodeBusbwGbs)
+    baseline_gbs: float | None = None  # the cluster's threshold (node.json's health.thresholds.cross_node_busbw_gbs)
     level: str = "light"
     peer_fraction: float = PAIR_PEER_FRACTION
     dtype: torch.dtype = torch.float32  # DDP reduces the gradients in the parameters' dtype

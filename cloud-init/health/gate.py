@@ -50,7 +50,7 @@ CPU_EFFORT = Effort(256, 0.2, 16, 0.1, 16, 3, False, (1,), 2, 1)
 
 @dataclass(frozen=True)
 class GateConfig:
-    """What one gate run checks: what the plan holds the node to (health.json), the level and DCGM level (the
+    """What one gate run checks: what the plan holds the node to (node.json), the level and DCGM level (the
     config's unless the command line says otherwise) and the devices."""
 
     node: HealthConfig

@@ -3,7 +3,7 @@ runs `acceptance.accept` (or the node mesh names a node no other reaches); a nod
 the others restart so their torchrun agents re-form the world without it. The node's command runs the job through
 `health.run_job`, which hands `accepted_world` to the job as the hook that forms its world.
 
-gpufleet-train sets GF_HEALTH_CONFIG (the plan's /etc/gpufleet/health.json) and puts cloud-init/ on PYTHONPATH;
+gpufleet-train sets GF_HEALTH_CONFIG (the node plan, /etc/gpufleet/node.json) and puts cloud-init/ on PYTHONPATH;
 gpufleet-lib.sh exports the node's STATE, RUN and BIN directories. On a named node the first rank writes the reason
 to $RUN/acceptance-reason (gpufleet-train will not start the job again while it is there), calls `gpufleet-report
 REASON` (the node's metric, tag and the group's unhealthy path) and sends SIGTERM to its torchrun agent: an agent

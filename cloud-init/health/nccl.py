@@ -1,5 +1,5 @@
 """Which network NCCL chose, read from its own log (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET), judged against the
-name the plan expects NCCL to log under the NCCL_NET it exports (health.json's fabric.ncclNetwork): an EFA node whose
+name the plan expects NCCL to log under the NCCL_NET it exports (node.json's health.nccl_network): an EFA node whose
 NCCL fell back to sockets passes every other check and runs the job at a tenth of the speed. The node gate's
 all-reduce and the NCCL probe (health.ncclprobe, gpufleet-nccl) both judge with this module.
 

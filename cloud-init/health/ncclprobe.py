@@ -1,10 +1,10 @@
 """`python -m health.ncclprobe`: proves the fabric to NCCL once it is up. gpufleet-nccl runs it after gpufleet-fabric,
 under the node's nccl.env (gpufleet-lib.sh load_nccl_env), with cloud-init/ on PYTHONPATH:
 
-    python -m health.ncclprobe --config /etc/gpufleet/health.json --out /var/lib/gpufleet/nccl.json
+    python -m health.ncclprobe --config /etc/gpufleet/node.json --out /var/lib/gpufleet/nccl.json
 
 It records in --out the NCCL the job loads and the network NCCL chose, and judges that network as the gate does
-(health.nccl) against the one the plan expects (health.json's fabric.ncclNetwork).
+(health.nccl) against the one the plan expects (node.json's health.nccl_network).
 
 The version is the library's own (torch.cuda.nccl.version(), else ncclGetVersion from libnccl.so.2), never the
 SONAME's major. With a GPU, one single-rank NCCL communicator is formed with NCCL's INIT/NET log on: its "Using
@@ -98,7 +98,7 @@ def reason(found: dict[str, str], fabric: Fabric) -> str | None:
 def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m health.ncclprobe", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", type=Path, required=True, help="the plan's health.json")
+    p.add_argument("--config", type=Path, required=True, help="the node plan, node.json")
     p.add_argument("--out", type=Path, required=True, help="write what was found here (nccl.json)")
     return p.parse_args(argv)
 
@@ -109,7 +109,7 @@ def main(argv: list[str]) -> int:
         fabric = load_config(args.config).fabric
         if os.environ.get("NCCL_NET") != fabric.nccl_net:
             raise UsageError(f"NCCL_NET={os.environ.get('NCCL_NET')!r} in the environment, but {args.config} has "
-                             f"fabric.ncclNet {fabric.nccl_net!r}: run it under the node's nccl.env "
+                             f"NCCL_NET {fabric.nccl_net!r} in nccl_env: run it under the node's nccl.env "
                              "(gpufleet-lib.sh load_nccl_env)")
     except UsageError as error:
         print(f"gpufleet nccl probe: {error}", file=sys.stderr)

@@ -1,5 +1,5 @@
 """The thresholds a node is held to: the absolute ones the plan decided from the instance type's catalog row
-(components/plan/thresholds.py, where each fraction says why; health.json's `thresholds`), and the share of its own
+(components/plan/thresholds.py, where each fraction says why; node.json's `health.thresholds`), and the share of its own
 GPUs' median each GPU, and of the nodes' median each node, must reach.
 """
 
@@ -17,12 +17,12 @@ PAIR_PEER_FRACTION = 0.5
 """In the cluster acceptance, a node whose best pair reaches less than this share of the nodes' median is slow.
 Healthy pairs on one fabric measure within ~10% of each other on GPUs, but within 2x with gloo on a shared CPU host
 (the tests); a node whose link runs at half speed or worse is named, finer cuts need the cross-node baseline
-(crossNodeBusbwGbs)."""
+(health.thresholds.cross_node_busbw_gbs)."""
 
 
 @dataclass(frozen=True)
 class Limits:
-    """The node's absolute thresholds as the plan decided them (health.json's `thresholds`); None: no absolute
+    """The node's absolute thresholds as the plan decided them (node.json's `health.thresholds`); None: no absolute
     threshold, the figure is reported and judged against the node's other GPUs only."""
 
     matmul_tflops: float | None

@@ -204,7 +204,7 @@ class Boot:
         model = self.plan.instance.gpu_model
         if image is rootfs.DLAMI:
             return gpu.FakeGpu(count, model, self.driver or DLAMI_DRIVER, DLAMI_CUDA)
-        return gpu.FakeGpu(count, model, self.driver or settings["GF_DRIVER_VERSION"], settings["GF_CUDA_VERSION"])
+        return gpu.FakeGpu(count, model, self.driver or settings["GF_SOFTWARE_DRIVER"], settings["GF_SOFTWARE_CUDA"])
 
     def _disk_files(self, node: BootNode, certs: tls.Certificates, lower: Path) -> dict[str, tuple[bytes, int]]:
         plan, gateway = self.plan, self.net.gateway

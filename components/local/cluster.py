@@ -109,7 +109,7 @@ def _loopback_overrides(node: Node) -> None:
     use lo, and the MTU and the ephemeral port range (this machine's own settings then) are left alone."""
     etc = node.root / "etc/gpufleet"
     with open(etc / "node.env", "a") as env:
-        env.write(f"GF_HEAD_ADDRESS='{LOOPBACK}'\nGF_PORT_RANGE=''\nGF_MTU=''\n")
+        env.write(f"GF_HEAD_ADDRESS='{LOOPBACK}'\nGF_PORT_RANGE=()\nGF_MTU=''\n")
     with open(etc / "nccl.env", "a") as env:
         env.write("NCCL_SOCKET_IFNAME=lo\nGLOO_SOCKET_IFNAME=lo\n")
 

@@ -10,7 +10,7 @@ from components.plan.model import DrainPlan, LifecyclePlan, MarketPlan
 HEALTH_GRACE, REFRESH, REBALANCE = "health grace", "rolling refresh", "capacity rebalance"
 # A termination hook on the worker groups, and a head the cloud replaces (not updates) when its launch settings change.
 DRAIN, HEAD_REPLACED = "termination hook", "head replaced on change"
-# A new node fetches its bundle (components.bootstrap.BUNDLE_FETCH_TRIES x BUNDLE_FETCH_WAIT_S at worst), installs
+# A new node fetches its bundle (components.plan.userdata.BUNDLE_FETCH_TRIES x BUNDLE_FETCH_WAIT_S at worst), installs
 # the driver stack on a plain image and runs its gate before the group may judge it; a failed gate reports at once.
 HEALTH_GRACE_S = 900
 # A rolling refresh replaces workers in batches, keeping this share of them training.

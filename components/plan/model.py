@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import ipaddress
-import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from components.catalog import InstanceType
+from components.plan.node import NodePlan, SoftwarePlan
 
 HEAD, WORKER = "head", "worker"
 ROLES = (HEAD, WORKER)
@@ -215,42 +215,33 @@ class ImagePlan:
 
 
 @dataclass(frozen=True)
-class SoftwarePlan:
-    """What one image runs: `install` (plain image: the exact driver) or `check` (DL image: the minimum branch)."""
-
-    mode: str  # "install" | "check"
-    driver: str  # the exact driver plain images install; "" where the image brings its own
-    driver_min_branch: int  # the lowest driver branch the wheel's CUDA runs on
-    cuda: str  # the CUDA the torch wheel is built for (it brings its own runtime)
-    torch: str
-    torch_index: str
-    nccl: str  # the NCCL the torch wheel brings
-    fabricmanager: str  # "" off NVSwitch hosts; "= driver" on them
-    fabric_stack: str  # the fabric's driver stack, "" for TCP
-    nccl_net: str  # NCCL_NET: the one network NCCL may use
-
-    def to_json(self) -> str:
-        """The matrix as the node's /etc/gpufleet/software.json and the preview show it."""
-        return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
-
-
-@dataclass(frozen=True)
 class RolePlan:
-    """What is different between the head and the workers: user-data, market, tags, and the command its nodes run.
+    """What is different between the head and the workers: what their nodes are told (the node plan) and its
+    rendering as user-data, and the tags they carry.
 
-    `command` is the argv gpufleet-train executes, with four slots only the booted node fills: {head_address} (the
-    local cluster's loopback mode rewrites it), {local_addr} (the node's own address toward the head), {node_id} (the
-    id the node keeps in its state directory) and {checkpoint_dir} (under the node's root in local mode).
+    The node plan's `command` is the argv gpufleet-train executes, with four slots only the booted node fills:
+    {head_address} (the local cluster's loopback mode rewrites it), {local_addr} (the node's own address toward the
+    head), {node_id} (the id the node keeps in its state directory) and {checkpoint_dir} (under the node's root in
+    local mode).
     """
 
     role: str
-    user_data: str
-    spot: bool
+    node: NodePlan
+    user_data: str  # the node plan as #cloud-config (components.bootstrap.render_user_data)
     tags: tuple[tuple[str, str], ...]
-    command: tuple[str, ...]
-    # Its nodes publish their GPU utilisation (gpufleet-gpu-metric.timer, enabled in user-data): every node of a
-    # cluster whose workers scale on it (ScalingPlan.gpu_util_target).
-    gpu_metric: bool
+
+    @property
+    def spot(self) -> bool:
+        return self.node.spot
+
+    @property
+    def command(self) -> tuple[str, ...]:
+        return self.node.command
+
+    @property
+    def gpu_metric(self) -> bool:
+        """Its nodes publish their GPU utilisation: every node of a cluster whose workers scale on it."""
+        return self.node.gpu_metric
 
     @property
     def tag_map(self) -> dict[str, str]:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from components import catalog
+from components.bootstrap import render_user_data
 from components.bundle import bundle_sha256
 from components.clouds import booted_profile, profile
 from components.clouds.base import CloudProfile
@@ -22,7 +23,6 @@ from components.plan.model import (
     WORKER,
     ClusterPlan,
     ImagePlan,
-    LifecyclePlan,
     MarketPlan,
     RolePlan,
     ScalingPlan,
@@ -30,9 +30,10 @@ from components.plan.model import (
     in_scaling_groups,
 )
 from components.plan.network import plan_network
+from components.plan.node import NodePlan
 from components.plan.placement import ask_of
 from components.plan.software import plan_software
-from components.plan.userdata import METRICS_PORTS, Job, node_command, role_user_data
+from components.plan.userdata import METRICS_PORTS, Job, plan_node
 from components.rules import ranks_per_node
 from components.spec import ClusterSpec
 from training.config import flag
@@ -99,19 +100,9 @@ def _job(spec: ClusterSpec, row: catalog.InstanceType) -> dict[str, Any]:
     return peak | stated
 
 
-def _role(cloud: CloudProfile, row: catalog.InstanceType, role: str, name: str, spec: ClusterSpec, job: Job,
-          market: MarketPlan, lifecycle: LifecyclePlan, tags: tuple[tuple[str, str], ...], **shared) -> RolePlan:
-    spot = role == WORKER and market.uses_spot
-    # Workers are the group's to take away: each one completes the group's termination hook once it has checkpointed.
-    drain_hook = lifecycle.drain.hook if role == WORKER and lifecycle.drain else ""
-    # Where the workers scale on GPU utilisation, every node (head and workers) writes the cluster's one series.
-    gpu_metric = spec.autoscaling.gpu_util_target is not None
-    command = node_command(job, role)
-    return RolePlan(role=role, spot=spot, tags=(*tags, (ROLE_TAG, role)), command=command, gpu_metric=gpu_metric,
-                    user_data=role_user_data(cloud, row, role=role, name=name, region=spec.region, command=command,
-                                             rendezvous_port=job.rendezvous_port, port_range=spec.network.port_range,
-                                             spot=spot, drain_hook=drain_hook, gpu_metric=gpu_metric, gate=spec.gate,
-                                             **shared))
+def _role(node: NodePlan, tags: tuple[tuple[str, str], ...]) -> RolePlan:
+    """A role's node plan, rendered as its user-data, and its tags (the cluster's and its role)."""
+    return RolePlan(role=node.role, node=node, user_data=render_user_data(node), tags=(*tags, (ROLE_TAG, node.role)))
 
 
 def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None, *, booted: bool = False) -> ClusterPlan:
@@ -143,8 +134,9 @@ def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None, *, boo
     lifecycle = plan_lifecycle(cloud.lifecycle, market, spec.autoscaling.standby)
     workers = cloud.worker_groups(scaling, market, placements)
     grouped = in_scaling_groups(workers)
-    head, worker = (_role(cloud, row, role, name, spec, job, market, lifecycle, tags, fabric=fabric, network=network,
-                          storage=storage, image=image, software=software, in_scaling_group=role == WORKER and grouped)
+    head, worker = (_role(plan_node(spec, cloud, row, role, name=name, job=job, fabric=fabric, network=network,
+                                    storage=storage, software=software, market=market, lifecycle=lifecycle,
+                                    in_scaling_group=role == WORKER and grouped), tags)
                     for role in ROLES)
     return ClusterPlan(
         name=name, stack=stack, cloud=spec.cloud, region=spec.region, zone=spec.zone, instance=row, image=image,

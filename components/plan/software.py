@@ -10,7 +10,8 @@ not the pin, since their releases move (the AWS DLAMI ships 580.x / 595.x).
 from __future__ import annotations
 
 from components.catalog import InstanceType
-from components.plan.model import ImagePlan, SoftwarePlan
+from components.plan.model import ImagePlan
+from components.plan.node import SoftwarePlan
 
 # NVIDIA's CUDA compatibility table (docs/cloud-facts.md#cuda-driver-table): CUDA major -> lowest driver branch.
 CUDA_MIN_DRIVER_BRANCH = {13: 580, 12: 525, 11: 450}

@@ -1,5 +1,5 @@
 """The absolute figures a healthy node must reach, decided from its instance type's catalog row and the fractions
-below, so the node gate reads numbers (health.json's `thresholds`), never catalog field names.
+below, so the node gate reads numbers (node.json's `health.thresholds`), never catalog field names.
 
 A figure measured on real hardware (the row's measured* fields, README.md "Catalog fields") replaces the datasheet
 estimate; a check with neither has no absolute threshold (None) and is judged only against the node's other GPUs.
@@ -28,19 +28,14 @@ gate has required since its first version."""
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Absolute thresholds for one node; None where neither the catalog nor a measurement gives one."""
+    """Absolute thresholds for one node, six significant digits; None where neither the catalog nor a measurement
+    gives one."""
 
     matmul_tflops: float | None
     hbm_gbs: float | None
     p2p_gbs: float | None
     allreduce_busbw_gbs: float | None
     cross_node_busbw_gbs: float | None
-
-    def to_json(self) -> dict[str, float | None]:
-        """health.json's `thresholds` object (cloud-init/health/README.md), six significant digits."""
-        figures = {"matmulTflops": self.matmul_tflops, "hbmGbs": self.hbm_gbs, "p2pGbs": self.p2p_gbs,
-                   "allreduceBusbwGbs": self.allreduce_busbw_gbs, "crossNodeBusbwGbs": self.cross_node_busbw_gbs}
-        return {key: None if value is None else float(f"{value:.6g}") for key, value in figures.items()}
 
 
 def _positive(value: float | None) -> float | None:
@@ -51,15 +46,21 @@ def _scaled(value: float | None, fraction: float) -> float | None:
     return None if value is None else value * fraction
 
 
+def _threshold(value: float | None, fraction: float) -> float | None:
+    """A threshold as the node reads it: six significant digits."""
+    scaled = _scaled(value, fraction)
+    return None if scaled is None else float(f"{scaled:.6g}")
+
+
 def thresholds(row: InstanceType) -> Thresholds:
     """The thresholds the catalog row sets (see the constants above for each fraction and why)."""
     peak = _scaled(_positive(row.peak_tflops_bf16), MATMUL_SUSTAINED_OF_PEAK)
     expected_matmul = _positive(row.measured_matmul_tflops) or peak
     baseline = _positive(row.busbw_baseline_gbs)
     return Thresholds(
-        matmul_tflops=_scaled(expected_matmul, TOLERANCE),
-        hbm_gbs=_scaled(_positive(row.measured_hbm_gbs), TOLERANCE),
-        p2p_gbs=_scaled(_positive(row.measured_p2p_gbs), TOLERANCE),
-        allreduce_busbw_gbs=_scaled(baseline, ALLREDUCE_OF_BASELINE) if row.gpus > 1 else None,
-        cross_node_busbw_gbs=_scaled(_positive(row.cross_node_busbw_gbs), ALLREDUCE_OF_BASELINE),
+        matmul_tflops=_threshold(expected_matmul, TOLERANCE),
+        hbm_gbs=_threshold(_positive(row.measured_hbm_gbs), TOLERANCE),
+        p2p_gbs=_threshold(_positive(row.measured_p2p_gbs), TOLERANCE),
+        allreduce_busbw_gbs=_threshold(baseline, ALLREDUCE_OF_BASELINE) if row.gpus > 1 else None,
+        cross_node_busbw_gbs=_threshold(_positive(row.cross_node_busbw_gbs), ALLREDUCE_OF_BASELINE),
     )

@@ -1,16 +1,17 @@
-"""Per-role user-data and the command its nodes run: the plan fills a NodeBootstrap, `components.bootstrap`
-renders it."""
+"""What each role's nodes are told (the node plan, components.plan.node, which `components.bootstrap` renders as
+their user-data) and the command they run: every node setting is decided here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.bootstrap import NodeBootstrap, render_user_data
 from components.catalog import InstanceType
 from components.clouds.base import CloudProfile
-from components.plan.health import GateLevel, health_config
-from components.plan.model import HEAD, FabricPlan, ImagePlan, NetworkPlan, SoftwarePlan, StoragePlan
+from components.plan.health import plan_health
+from components.plan.model import HEAD, WORKER, FabricPlan, LifecyclePlan, MarketPlan, NetworkPlan, StoragePlan
+from components.plan.node import NodePlan, SoftwarePlan
 from components.plan.software import FAILURE_BUDGET, PERMANENT_FAILURES, TORCH, failure_records
+from components.spec import ClusterSpec
 
 PROMETHEUS_PORT = 9090
 GRAFANA_PORT = 3000
@@ -20,6 +21,24 @@ CHECKPOINT_DIR = "/var/lib/gpufleet/checkpoints"
 JOB_PACKAGES = (TORCH, "numpy>=1.26", "rich>=13")
 # torchrun's restart budget: every re-formed rendezvous (a node lost, a spot exit, a node joining) spends one.
 MAX_RESTARTS = 100
+SPOT_POLL_S = 5  # poll the notice every 5 s (docs/cloud-facts.md#aws-spot)
+SPOT_GRACE_S = 90  # the shortest notice is 120 s (docs/cloud-facts.md#aws-spot): time to push the checkpoint
+# How often a node pushes its checkpoints to the bucket besides the push at the job's end and at a spot notice.
+CKPT_SYNC_S = 300
+# A fresh node's role credentials and NAT route can lag cloud-init: the bundle fetch retries this often, this far apart.
+BUNDLE_FETCH_TRIES = 20
+BUNDLE_FETCH_WAIT_S = 15
+# The monitor pulls each container image within this: a registry the node cannot reach fails it in minutes, not never.
+IMAGE_PULL_TIMEOUT_S = 300
+# The node's one object-store client (cloud-init/bin/gpufleet-lib.sh aws_cli), installed from PyPI into the node's tools
+# venv where the image lacks it: S3, and OSS and COS through their S3 APIs (docs/cloud-facts.md#oss-s3-api,
+# #tencent-cos).
+STORE_CLIENT = "awscli==1.46.3"
+IMAGES = {
+    "dcgm_exporter": "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04",
+    "prometheus": "prom/prometheus:v3.5.0",
+    "grafana": "grafana/grafana-oss:11.6.0",
+}
 
 
 @dataclass(frozen=True)
@@ -46,28 +65,30 @@ def node_command(job: Job, role: str) -> tuple[str, ...]:
             "--run-dir", "{checkpoint_dir}/runs/{node_id}")
 
 
-def role_user_data(cloud: CloudProfile, row: InstanceType, *, role: str, name: str, region: str,
-                   command: tuple[str, ...], rendezvous_port: int, fabric: FabricPlan, network: NetworkPlan,
-                   storage: StoragePlan, image: ImagePlan, software: SoftwarePlan,
-                   port_range: tuple[int, int] | None, spot: bool, drain_hook: str, gpu_metric: bool,
-                   gate: GateLevel, in_scaling_group: bool) -> str:
-    node = NodeBootstrap(
-        cluster=name, cloud=cloud.name, region=region, role=role, instance_type=row.name, gpus=row.gpus,
-        nvswitch=row.nvswitch, fabric=fabric.kind, fabric_devices=fabric.devices,
-        mtu=network.mtu, nccl_env=fabric.nccl_env, port_range=port_range, head_address=network.head_address,
-        rendezvous_port=rendezvous_port, command=command, checkpoint_dir=CHECKPOINT_DIR,
-        checkpoint_uri=storage.checkpoint_uri, code_uri=storage.code_uri, code_sha256=storage.code_sha256, spot=spot,
-        drain_hook=drain_hook, gpu_metric=gpu_metric, spot_notice_url=cloud.spot_notice_url,
-        metadata_url=cloud.metadata_url,
-        imds_token_url=cloud.imds_token_url, health_config=health_config(row, fabric, gate),
-        imds_token_header=cloud.imds_token_header, api_client=cloud.api_client, in_scaling_group=in_scaling_group,
-        registry_mirror=network.registry_mirror,
-        driver_version=software.driver,
-        cuda_version=software.cuda, driver_min_branch=software.driver_min_branch,
-        software_json="" if cloud.runs_here else software.to_json(), plain_image=not image.has_drivers,
-        metrics_ports=METRICS_PORTS,
-        prometheus_port=PROMETHEUS_PORT, grafana_port=GRAFANA_PORT, local=cloud.runs_here,
-        pip_packages=() if cloud.runs_here else JOB_PACKAGES, permanent_failures=PERMANENT_FAILURES,
+def plan_node(spec: ClusterSpec, cloud: CloudProfile, row: InstanceType, role: str, *, name: str, job: Job,
+              fabric: FabricPlan, network: NetworkPlan, storage: StoragePlan, software: SoftwarePlan,
+              market: MarketPlan, lifecycle: LifecyclePlan, in_scaling_group: bool) -> NodePlan:
+    """Everything a node of this role is told, decided from the stack and the rest of the plan."""
+    worker = role == WORKER
+    return NodePlan(
+        cluster=name, cloud=cloud.name, region=spec.region, role=role, instance_type=row.name, gpus=row.gpus,
+        nvswitch=row.nvswitch, fabric=fabric.kind, fabric_devices=fabric.devices, mtu=network.mtu,
+        nccl_env=fabric.nccl_env, port_range=spec.network.port_range, head_address=network.head_address,
+        rendezvous_port=job.rendezvous_port, command=node_command(job, role), checkpoint_dir=CHECKPOINT_DIR,
+        checkpoint_uri=storage.checkpoint_uri, ckpt_sync_s=CKPT_SYNC_S, code_uri=storage.code_uri,
+        code_sha256=storage.code_sha256, bundle_fetch_tries=BUNDLE_FETCH_TRIES, bundle_fetch_wait_s=BUNDLE_FETCH_WAIT_S,
+        spot=worker and market.uses_spot,
+        # Workers are the group's to take away: each one completes the group's termination hook once it checkpointed.
+        drain_hook=lifecycle.drain.hook if worker and lifecycle.drain else "",
+        spot_notice_url=cloud.spot_notice_url, spot_poll_s=SPOT_POLL_S, spot_grace_s=SPOT_GRACE_S,
+        # Where the workers scale on GPU utilisation, every node (head and workers) writes the cluster's one series.
+        gpu_metric=spec.autoscaling.gpu_util_target is not None,
+        metadata_url=cloud.metadata_url, imds_token_url=cloud.imds_token_url,
+        imds_token_header=cloud.imds_token_header, software=software, permanent_failures=PERMANENT_FAILURES,
         failure_budget=FAILURE_BUDGET, failure_uri=failure_records(storage.checkpoint_uri),
-    )
-    return render_user_data(node)
+        node_exporter_port=METRICS_PORTS[0], dcgm_exporter_port=METRICS_PORTS[1], prometheus_port=PROMETHEUS_PORT,
+        grafana_port=GRAFANA_PORT, dcgm_exporter_image=IMAGES["dcgm_exporter"],
+        prometheus_image=IMAGES["prometheus"], grafana_image=IMAGES["grafana"],
+        registry_mirror=network.registry_mirror, image_pull_timeout_s=IMAGE_PULL_TIMEOUT_S,
+        pip_packages=() if cloud.runs_here else JOB_PACKAGES, tools=(STORE_CLIENT, *cloud.api_client),
+        in_scaling_group=in_scaling_group, local=cloud.runs_here, health=plan_health(row, fabric, spec.gate))

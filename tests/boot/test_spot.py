@@ -35,7 +35,7 @@ def training(request, tmp_path_factory):
     path.write_text(yaml.safe_dump({"config": config}))
     plan = spec_and_plan(resolve(None, str(path)), booted=True)[1]
     assert plan.worker.spot and not plan.head.spot
-    pinned = node_settings(plan.head.user_data)["GF_DRIVER_VERSION"]
+    pinned = node_settings(plan.head.user_data)["GF_SOFTWARE_DRIVER"]
     with Boot(plan, driver=pinned, keep=bool(os.environ.get("GF_BOOT_KEEP"))) as boot:
         outcomes = {node.name: report.wait_outcome(node, TIMEOUT_S) for node in boot.nodes}
         yield plan, boot, outcomes

@@ -28,7 +28,7 @@ from health.acceptance import (  # noqa: E402
     unreachable,
 )
 from health.thresholds import PAIR_PEER_FRACTION  # noqa: E402
-from health_configs import write_health_json  # noqa: E402
+from health_configs import write_node_config  # noqa: E402
 
 from components.local.network import inside  # noqa: E402
 
@@ -146,7 +146,7 @@ def test_a_healthy_set_passes_and_every_node_is_measured(tmp_path):
 
 
 def test_a_baseline_the_world_reaches_skips_the_pairs(tmp_path):
-    config = write_health_json(tmp_path / "health.json", {"crossNodeBusbwGbs": 0.7e-6})
+    config = write_node_config(tmp_path / "node.json", {"cross_node_busbw_gbs": 0.7e-6})
     reports = _nodes_on_loopback(tmp_path, 3, "--bucket-mb", "1", "--config", str(config))
     world = reports[0]["checks"]
     assert [c["check"] for c in world] == ["acceptance-world"] and reports[0]["ok"]

@@ -65,7 +65,7 @@ def _textfile_labels(text: str) -> dict[str, set[str]]:
 @pytest.fixture(scope="module")
 def report():
     """A gate run on one CPU stand-in with a PCIe sample, and the acceptance's mesh rows (its pure part)."""
-    node = config.parse(Path("health.json"), tiny(gpus=1))
+    node = config.parse(Path("node.json"), tiny(gpus=1))
     run = gate.run(gate.GateConfig(node=node, devices=(torch.device("cpu"),)))
     run.checks += pcie.checks(tools.rows("0, 5, 5, 16, 16", pcie.FIELDS))
     return run, acceptance.mesh_report([], 0, 2, 0.0)

@@ -17,16 +17,16 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "cloud-init"))
 
 from health.result import Check, Report, prometheus  # noqa: E402
-from health_configs import health_json, tiny  # noqa: E402
+from health_configs import node_config, tiny  # noqa: E402
 
 pytest.importorskip("torch")
 SAMPLE = re.compile(r'^(gpufleet_health_[a-z_]+)\{([a-z]+="(?:[^"\\]|\\.)*"(?:,[a-z]+="(?:[^"\\]|\\.)*")*)\} (\S+)$')
 
 
 def gate(tmp_path: Path, config: dict, *args: str, path: str | None = None) -> subprocess.CompletedProcess:
-    (tmp_path / "health.json").write_text(json.dumps(config))
+    (tmp_path / "node.json").write_text(json.dumps(config))
     env = {**os.environ, "PYTHONPATH": str(ROOT / "cloud-init"), "PATH": path or f"{Path(sys.executable).parent}:/bin"}
-    cmd = [sys.executable, "-m", "health", "--config", str(tmp_path / "health.json"),
+    cmd = [sys.executable, "-m", "health", "--config", str(tmp_path / "node.json"),
            "--out", str(tmp_path / "gate.json"), "--metrics", str(tmp_path / "gate.prom"),
            "--reason-file", str(tmp_path / "reason"), *args]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
@@ -61,7 +61,7 @@ def test_the_all_reduce_runs_under_the_gates_environment(tmp_path, monkeypatch):
 
 def test_a_slow_device_fails_with_its_figure_as_the_reason(tmp_path):
     (tmp_path / "reason").write_text("stale\n")
-    done = gate(tmp_path, tiny({"matmulTflops": 6e5}, gpus=1), "--devices", "cpu")
+    done = gate(tmp_path, tiny({"matmul_tflops": 6e5}, gpus=1), "--devices", "cpu")
     assert done.returncode == 1
     found = report(tmp_path)
     matmul = next(c for c in found["checks"] if c["check"] == "matmul")
@@ -74,7 +74,7 @@ def test_a_slow_device_fails_with_its_figure_as_the_reason(tmp_path):
 
 
 def test_stand_ins_for_a_gpu_row_are_counted_and_measured_but_not_held_to_its_gpu_figures(tmp_path):
-    config = tiny({"matmulTflops": 6e5, "hbmGbs": 1e9, "allreduceBusbwGbs": 7e8})
+    config = tiny({"matmul_tflops": 6e5, "hbm_gbs": 1e9, "allreduce_busbw_gbs": 7e8})
     assert gate(tmp_path, config, "--devices", "cpu:2").returncode == 1  # the same CPUs held to the GPUs' fail
     done = gate(tmp_path, config, "--devices", "cpu:2", "--stand-in")
     assert done.returncode == 0, done.stderr
@@ -111,8 +111,8 @@ def test_a_gpu_at_x8_fails_the_gate_through_nvidia_smi(tmp_path):
 
 
 def _without(key: str) -> str:
-    """The plan's health.json without one field (a dotted path)."""
-    config = health_json()
+    """The plan's node.json without one field (a dotted path)."""
+    config = node_config()
     *parents, last = key.split(".")
     inner = config
     for parent in parents:
@@ -123,17 +123,19 @@ def _without(key: str) -> str:
 
 @pytest.mark.parametrize(("config", "words"), [
     ("{", "not JSON"), ("[]", "the file must be a JSON object"),
-    (json.dumps(health_json(level="max")), "'level' must be one of light, deep"),
-    (_without("fabric.ncclNetwork"), "missing 'fabric.ncclNetwork' (the network name NCCL logs"),
-    (_without("thresholds.matmulTflops"), "missing 'thresholds.matmulTflops'"),
+    (json.dumps(node_config(health={"level": "max"})), "'health.level' must be one of light, deep"),
+    (_without("health.nccl_network"), "missing 'health.nccl_network' (the network name NCCL logs"),
+    (_without("health.thresholds.matmul_tflops"), "missing 'health.thresholds.matmul_tflops'"),
     (_without("gpus"), "missing 'gpus'"), (_without("fabric"), "missing 'fabric'"),
-    (json.dumps(health_json(nvswitch=1)), "'nvswitch' must be true or false: NVLink/NVSwitch between the GPUs (got 1)"),
-    (json.dumps(health_json(gpus=True)), "'gpus' must be the GPUs the instance type promises (got True)"),
-    (json.dumps(health_json({"hbmGbs": "fast"})), "'thresholds.hbmGbs' must be a number of its unit, or null"),
+    (json.dumps(node_config(nvswitch=1)), "'nvswitch' must be true or false: NVLink/NVSwitch between the GPUs (got 1)"),
+    (json.dumps(node_config(gpus=True)), "'gpus' must be the GPUs the instance type promises (got True)"),
+    (json.dumps(node_config({"hbm_gbs": "fast"})), "'health.thresholds.hbm_gbs' must be a number of its unit, or null"),
+    (json.dumps(node_config(nccl_env=[["NCCL_DEBUG", "WARN"]])), "'nccl_env' has no NCCL_NET"),
+    (json.dumps(node_config(nccl_env=[["NCCL_NET"]])), "'nccl_env' must be the NCCL env nccl.env exports"),
 ])
 def test_a_config_missing_or_mistyping_a_field_exits_2_and_names_it(tmp_path, config, words):
     """Fail closed: the gate judges only what the plan decided, never a default for what it did not write."""
-    path = tmp_path / "health.json"
+    path = tmp_path / "node.json"
     path.write_text(config)
     done = subprocess.run([sys.executable, "-m", "health", "--config", str(path), "--devices", "cpu"], cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT / "cloud-init")}, capture_output=True, text=True)
@@ -141,7 +143,7 @@ def test_a_config_missing_or_mistyping_a_field_exits_2_and_names_it(tmp_path, co
 
 
 def test_a_node_without_the_promised_gpus_fails_and_checks_nothing_else(tmp_path):
-    done = gate(tmp_path, health_json(gpus=8), "--devices", "cuda")
+    done = gate(tmp_path, node_config(gpus=8), "--devices", "cuda")
     assert done.returncode == 1
     assert (tmp_path / "reason").read_text().strip() == "gpus:node=0:min=8"
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from health_configs import write_health_json
+from health_configs import write_node_config
 
 ROOT = Path(__file__).resolve().parents[2]
 pytest.importorskip("torch")
@@ -38,7 +38,7 @@ def test_a_node_already_named_leaves_without_joining_and_stops_its_agent(tmp_pat
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "acceptance-reason").write_text("acceptance-node:node0=1.2:min=4.5\n")
-    config = write_health_json(tmp_path / "health.json")
+    config = write_node_config(tmp_path / "node.json")
     env = os.environ | {"RUN": str(run_dir), "STATE": str(tmp_path / "state"), "BIN": str(tmp_path / "bin"),
                         "GF_HEALTH_CONFIG": str(config), "TORCHELASTIC_RUN_ID": "test",
                         "PYTHONPATH": f"{ROOT}/cloud-init:{ROOT}", "WORKER": WORKER}

@@ -1,4 +1,4 @@
-"""The network NCCL must use, fed from the plan: every shipped stack's health.json and nccl.env (its nodes' own
+"""The network NCCL must use, fed from the plan: every shipped stack's node.json and nccl.env (its nodes' own
 files, the env sourced by bash as gpufleet-lib.sh load_nccl_env sources it), and the NCCL log a node of that fabric
 prints under that env (nccl_emulation: NCCL's and aws-ofi-nccl's rules from their sources). The node gate
 (health.nccl) and the NCCL probe (health.ncclprobe) must pass every stack on its own network and fail a node that fell
@@ -33,9 +33,9 @@ NCCL_VERSION = "2.29.7"
 
 
 def node_files(tmp_path: Path, user_data: str) -> tuple[config.HealthConfig, dict[str, str]]:
-    """The node's health.json, parsed as the gate parses it, and the environment its nccl.env gives NCCL."""
+    """The node's node.json, parsed as the gate parses it, and the environment its nccl.env gives NCCL."""
     files = {f["path"]: f["content"] for f in yaml.safe_load(user_data)["write_files"]}
-    health = config.parse(Path("health.json"), json.loads(files["/etc/gpufleet/health.json"]))
+    health = config.parse(Path("node.json"), json.loads(files["/etc/gpufleet/node.json"]))
     env_file = tmp_path / "nccl.env"
     env_file.write_text(files["/etc/gpufleet/nccl.env"])
     before = subprocess.run(["env", "-i", "bash", "-c", "env -0"], capture_output=True, text=True, check=True)

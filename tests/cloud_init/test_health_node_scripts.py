@@ -1,4 +1,4 @@
-"""The gate's hook into the node scripts: with the plan's /etc/gpufleet/health.json, `gpufleet-node gate` runs the
+"""The gate's hook into the node scripts: with the plan's /etc/gpufleet/node.json, `gpufleet-node gate` runs the
 health package from the installed code bundle, and a failed check reports the node with its figure (metric, the
 local stand-in for the tag and the group's unhealthy path) before training could start; the report and metrics stay
 where `fleet health` and node exporter read them."""
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 from bootstrap_helpers import run
-from health_configs import health_json
+from health_configs import node_config
 from test_local_scripts import local_node  # noqa: F401 - the fixture: a local node installed from the real bundle
 
 pytest.importorskip("torch")
@@ -19,7 +19,7 @@ pytest.importorskip("torch")
 
 def test_a_failed_check_reports_the_node_with_its_figure(local_node):  # noqa: F811
     root, entry, env, _ = local_node()
-    (root / "etc/gpufleet/health.json").write_text(json.dumps(health_json(gpus=1)))
+    (root / "etc/gpufleet/node.json").write_text(json.dumps(node_config(gpus=1)))
     result = run([entry, "gate"], root, env, timeout=120)
     assert result.returncode == 1
     assert (root / "var/lib/gpufleet/metrics/health.prom").read_text() == \
@@ -32,7 +32,7 @@ def test_a_failed_check_reports_the_node_with_its_figure(local_node):  # noqa: F
 
 def test_a_healthy_node_passes_and_keeps_its_report(local_node):  # noqa: F811
     root, entry, env, _ = local_node()
-    assert json.loads((root / "etc/gpufleet/health.json").read_text())["gpus"] == 0, "the local plan's own file"
+    assert json.loads((root / "etc/gpufleet/node.json").read_text())["gpus"] == 0, "the local plan's own file"
     result = run([entry, "gate"], root, env, timeout=120)
     assert result.returncode == 0, result.stderr
     assert json.loads((root / "var/lib/gpufleet/health/gate.json").read_text())["ok"]

@@ -9,9 +9,8 @@ import json
 import time
 
 from bootstrap_helpers import run
+from node_cases import plan_of
 from test_local_scripts import local_node  # noqa: F401  (the fixture)
-
-from components.bootstrap import IMAGES
 
 MIRROR = "https://mirror.example.internal"
 STUBS = {
@@ -64,7 +63,7 @@ def test_without_a_mirror_the_daemon_settings_are_left_alone(local_node, tmp_pat
 
 def test_an_image_no_registry_answers_for_fails_the_monitor_fast_in_its_own_status(local_node, tmp_path):  # noqa: F811
     root, env, _, calls = _monitor(local_node, tmp_path, "", gpus=1, settings="GF_IMAGE_PULL_TIMEOUT_S='1'\n")
-    image = IMAGES["dcgm_exporter"]  # nvcr.io's, which no cloud here mirrors
+    image = plan_of("local").head.node.dcgm_exporter_image  # nvcr.io's, which no cloud here mirrors
     started = time.monotonic()
     result = run([root / "opt/gpufleet/bin/gpufleet-monitor"], root, env | {"GPUFLEET_TEST_UNREACHABLE": image})
     assert result.returncode == 1 and time.monotonic() - started < 30, "the pull's timeout, not the registry's"

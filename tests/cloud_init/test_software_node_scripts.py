@@ -1,7 +1,7 @@
 """The software matrix on the node, run for real: `gpufleet-driver` in cloud mode against a stub nvidia-smi and a
 stub libnccl.so.2 (the version NCCL's own ncclGetVersion answers) holds a DL image to the minimum driver branch and a
 plain image to the exact pin; `gpufleet-nccl` records NCCL's real version and, under a shipped stack's own nccl.env
-and health.json with a stand-in for a GPU torch (fake_torch/, whose NCCL prints what nccl_emulation says NCCL
+and node.json with a stand-in for a GPU torch (fake_torch/, whose NCCL prints what nccl_emulation says NCCL
 prints), passes the stack's network and fails a node without its transport; `gpufleet-report` spends the group's
 failure budget on a permanent reason and stops asking for replacements once it is spent, but never on a reason a new
 node may fix."""
@@ -60,7 +60,7 @@ def gpu_node(local_node, tmp_path):  # noqa: F811
 
 
 def test_a_dl_image_passes_on_a_newer_driver_of_the_branch(gpu_node):
-    root, env, driver = gpu_node("595.45.04", plain_image=False, driver_version="", driver_min_branch=580)
+    root, env, driver = gpu_node("595.45.04", software_mode="check", software_driver="", software_driver_min_branch=580)
     result = run([driver], root, env)
     assert result.returncode == 0, result.stderr
     versions = json.loads((root / "var/lib/gpufleet/versions.json").read_text())
@@ -79,11 +79,11 @@ def test_gpufleet_nccl_records_the_librarys_own_version(gpu_node):
 
 
 def gpu_torch_node(gpu_node, stack: str, node: Node):
-    """A GPU node of ``stack`` (its worker's nccl.env and health.json) whose NCCL runs on ``node``, with the EFA
+    """A GPU node of ``stack`` (its worker's nccl.env and node.json) whose NCCL runs on ``node``, with the EFA
     plugin's library directory where the stack's fabric is EFA: (root, env, gpufleet-nccl)."""
     root, env, script = gpu_node("595.45.04", script="gpufleet-nccl")
     files = {f["path"]: f["content"] for f in yaml.safe_load(plan_of(stack).worker.user_data)["write_files"]}
-    for name in ("nccl.env", "health.json"):
+    for name in ("nccl.env", "node.json"):
         (root / "etc/gpufleet" / name).write_text(files[f"/etc/gpufleet/{name}"])
     (root / "test-bin/python3").write_text(GPU_PYTHON)
     (root / "test-bin/python3").chmod(0o755)
@@ -98,7 +98,7 @@ def test_gpufleet_nccl_passes_each_stacks_network_on_its_fabric(gpu_node, stack)
     result = run([nccl], root, env)
     assert result.returncode == 0, result.stderr
     recorded = json.loads((root / "var/lib/gpufleet/nccl.json").read_text())
-    network = json.loads((root / "etc/gpufleet/health.json").read_text())["fabric"]["ncclNetwork"]
+    network = json.loads((root / "etc/gpufleet/node.json").read_text())["health"]["nccl_network"]
     assert recorded == {"version": TORCH_NCCL, "source": "torch", "network": network}
     assert f"NCCL {TORCH_NCCL} over {network}" in result.stderr
 
@@ -113,28 +113,29 @@ def test_gpufleet_nccl_fails_an_efa_node_without_its_plugin_for_good(gpu_node):
 
 
 def test_gpufleet_nccl_refuses_to_probe_outside_the_plans_nccl_env(gpu_node):
-    """A NCCL_NET other than health.json's is a setup error, not a pass: nothing is judged."""
+    """A NCCL_NET other than node.json's is a setup error, not a pass: nothing is judged."""
     root, env, nccl = gpu_torch_node(gpu_node, "aws-p5", NODE_OF_FABRIC["efa"])
     nccl_env = root / "etc/gpufleet/nccl.env"
     nccl_env.write_text(nccl_env.read_text().replace("NCCL_NET=OFI", "NCCL_NET=Socket"))
     result = run([nccl], root, env)
     assert result.returncode == 1 and (root / "run/gpufleet/failure").read_text() == "nccl:error\n"
-    assert "NCCL_NET='Socket' in the environment" in result.stderr and "fabric.ncclNet 'OFI'" in result.stderr
+    assert "NCCL_NET='Socket' in the environment" in result.stderr and "NCCL_NET 'OFI' in nccl_env" in result.stderr
 
 
 def test_a_dl_image_below_the_branch_fails_with_a_permanent_reason(gpu_node):
-    root, env, driver = gpu_node("570.133.20", plain_image=False, driver_version="", driver_min_branch=580)
+    root, env, driver = gpu_node("570.133.20", software_mode="check", software_driver="",
+                                 software_driver_min_branch=580)
     result = run([driver], root, env)
     assert result.returncode == 1
     assert (root / "run/gpufleet/failure").read_text() == "driver:570.133.20:min=580\n"
 
 
 def test_a_plain_image_holds_the_exact_pin(gpu_node):
-    root, env, driver = gpu_node("580.65.06", plain_image=True, driver_version=DRIVER_VERSION)
+    root, env, driver = gpu_node("580.65.06", software_mode="install", software_driver=DRIVER_VERSION)
     result = run([driver], root, env)
     assert result.returncode == 1
     assert (root / "run/gpufleet/failure").read_text() == f"driver:580.65.06:pinned={DRIVER_VERSION}\n"
-    root, env, driver = gpu_node(DRIVER_VERSION, plain_image=True, driver_version=DRIVER_VERSION)
+    root, env, driver = gpu_node(DRIVER_VERSION, software_mode="install", software_driver=DRIVER_VERSION)
     assert run([driver], root, env).returncode == 0
 
 
@@ -155,7 +156,7 @@ INSTALL_STUBS = {
 
 def _install(gpu_node, fail: str = ""):
     """gpufleet-driver on a plain image without a driver, against INSTALL_STUBS: (result, root, recorded calls)."""
-    root, env, driver = gpu_node(DRIVER_VERSION, plain_image=True, driver_version=DRIVER_VERSION)
+    root, env, driver = gpu_node(DRIVER_VERSION, software_mode="install", software_driver=DRIVER_VERSION)
     for name, body in INSTALL_STUBS.items():
         (root / "test-bin" / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
         (root / "test-bin" / name).chmod(0o755)

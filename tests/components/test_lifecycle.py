@@ -3,7 +3,6 @@ from it."""
 
 from __future__ import annotations
 
-from components.bootstrap import BUNDLE_FETCH_TRIES, BUNDLE_FETCH_WAIT_S
 from components.paths import PROJECT_ROOT
 from components.stackfile import load_stack_file
 from fleet.preview import run_program
@@ -20,8 +19,9 @@ def asg(name: str) -> dict:
 
 
 def test_a_new_node_has_time_to_fetch_its_bundle_before_health_checks_count():
-    grace = shipped("aws-p5").lifecycle.health_grace_s
-    assert grace > BUNDLE_FETCH_TRIES * BUNDLE_FETCH_WAIT_S
+    plan = shipped("aws-p5")
+    grace, node = plan.lifecycle.health_grace_s, plan.worker.node
+    assert grace > node.bundle_fetch_tries * node.bundle_fetch_wait_s
     assert asg("aws-p5")["healthCheckGracePeriod"] == grace
 
 

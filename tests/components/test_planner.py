@@ -154,9 +154,9 @@ def test_nodes_install_the_job_packages_pyproject_pins():
 
 
 def test_cloud_nodes_get_the_job_packages_local_nodes_use_the_host(write_stack, aws_cluster):
-    assert "torch==2.13.0" in plan_of(write_stack, aws_cluster).worker.user_data
+    assert "GF_PIP_PACKAGES=('torch==2.13.0'" in plan_of(write_stack, aws_cluster).worker.user_data
     local = spec_and_plan(load_stack_file(ROOT / "stacks" / "Pulumi.local.yaml"))[1]
-    assert "torch==2.13.0" not in local.worker.user_data
+    assert "GF_PIP_PACKAGES=()" in local.worker.user_data
 
 
 def _settings(plan, role: str = "worker") -> str:

@@ -13,7 +13,6 @@ from email.parser import Parser
 from functools import cache
 
 import pytest
-import yaml
 from packaging.requirements import Requirement
 
 from components.local.cloudconfig import document
@@ -108,13 +107,13 @@ def test_the_node_gets_the_matrix_and_its_fabrics_network():
     for stack, net in nets.items():
         plan = plan_of(stack)
         files = _node_files(plan.worker.user_data)
-        assert json.loads(files["/etc/gpufleet/software.json"]) == json.loads(plan.software.to_json())
+        assert json.loads(files["/etc/gpufleet/node.json"])["software"] == json.loads(plan.software.to_json())
+        assert f"GF_SOFTWARE_MODE='{plan.software.mode}'" in files["/etc/gpufleet/node.env"].splitlines(), stack
         assert f"NCCL_NET={net}" in files["/etc/gpufleet/nccl.env"].splitlines(), stack
         assert plan.software.nccl_net == net
     p5 = plan_of("aws-p5").software
     assert p5.fabricmanager == "= driver" and "aws-ofi-nccl" in p5.fabric_stack
     assert plan_of("aws-g4dn-dev").software.fabricmanager == "", "g4dn has no NVSwitch"
-    assert "software.json" not in yaml.safe_dump(document(plan_of("local").worker.user_data)), "local: host python"
 
 
 def test_the_stack_outputs_the_matrix_and_where_a_stopped_loop_shows():

@@ -68,7 +68,7 @@ def test_auto_image_is_looked_up_pinned_and_exported(minimal, cloud):
     assert nodes and {n["inputs"]["imageId"] for n in nodes} == {image.ref}
     assert all(n["options"]["ignoreChanges"] == ["imageId"] for n in nodes), "a newer image must not roll nodes"
     assert preview.outputs["image"] == image.ref
-    assert "GF_PLAIN_IMAGE=1" in preview.plan.worker.user_data, "a plain OS image: the node installs the driver"
+    assert "GF_SOFTWARE_MODE='install'" in preview.plan.worker.user_data, "a plain OS image: install the driver"
 
 
 def test_alibaba_looks_up_the_newest_system_image(minimal):
@@ -101,7 +101,7 @@ def test_aws_auto_is_the_deep_learning_ami_alias(minimal):
     assert image.ref.startswith("resolve:ssm:/aws/service/deeplearning/") and image.has_drivers
     templates = [r for r in preview.resources if r["type"] == "aws:ec2/launchTemplate:LaunchTemplate"]
     assert {t["inputs"]["imageId"] for t in templates} == {image.ref}
-    assert "GF_PLAIN_IMAGE=0" in preview.plan.worker.user_data
+    assert "GF_SOFTWARE_MODE='check'" in preview.plan.worker.user_data
 
 
 def test_tencent_bucket_defaults_to_one_named_after_the_appid(minimal):

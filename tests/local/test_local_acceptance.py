@@ -1,5 +1,5 @@
 """The cluster acceptance in the local cluster, through the real path: `fleet up` boots each node from its user-data
-(health.json from the plan), the gate passes, torchrun forms the job and the job's first act is the acceptance
+(node.json from the plan), the gate passes, torchrun forms the job and the job's first act is the acceptance
 (cloud-init/health/job.py). A healthy cluster passes on every node; a node whose link is slowed (tc tbf in its
 namespace) or whose collectives' ports are closed (nftables) is named within a minute and reported, and the job goes
 on without the slow one; `fleet health` prints each node's last results."""
