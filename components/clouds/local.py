@@ -56,7 +56,7 @@ LOCAL = CloudProfile(
     nccl_env=MappingProxyType({"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"}),
 )
 
-# `fleet up --stack local --boot`: the same cluster's nodes as machines the boot harness boots (components/boot):
+# `fleet up --stack local --boot`: the same cluster's nodes as machines the boot harness boots (here/boot):
 # real cloud-init and systemd run the node scripts in cloud mode, their job's packages go into the node's own venv,
 # and a metadata service answers on the link-local address, with plain GETs and the spot notice in AWS's words. The
 # bucket stays a directory of this machine, mounted into every machine (not under /tmp, which systemd empties at boot).

@@ -13,8 +13,8 @@ from dataclasses import replace
 
 import pytest
 
-from components.boot import metadata
-from components.boot.metadata import Instance
+from here.boot import metadata
+from here.boot.metadata import Instance
 
 BASE = Instance(instance_id="i-0abc", private_ip="127.0.0.1", mac="02:00:00:00:00:01", instance_type="g4dn.xlarge",
                 region="eu-west-1", zone="eu-west-1a", image_id="ami-1", role="c-node", hostname="ip-127-0-0-1",

@@ -14,10 +14,10 @@ from components.clouds import CLOUDS
 
 ROOT = Path(__file__).resolve().parents[2]
 # The product's code: what a stack runs through, and what its nodes run.
-PRODUCT = ("__main__.py", "components/", "fleet/", "policy/", "cloud-init/", "training/")
+PRODUCT = ("__main__.py", "components/", "here/", "fleet/", "policy/", "cloud-init/", "training/")
 # Where any cloud's name may be spelt: the registry, and the boot harness, which emulates each cloud's hypervisor,
 # metadata service, datasource and store for the boot tests (it is those clouds' stand-in, not a reader of the plan).
-SHARED = ("components/clouds/__init__.py", "components/boot/")
+SHARED = ("components/clouds/__init__.py", "here/boot/")
 # The clouds whose names are searched for: those with resources of their own. `local` is an ordinary word (the local
 # zone, a default stack, node.env's GF_LOCAL), so its name is not searched for.
 NAMED = sorted(name for name, cloud in CLOUDS.items() if cloud.pulumi_package)

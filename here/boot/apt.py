@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from components.boot.rootfs import CACHE, MIRROR, SUITE, Image, tree
+from here.boot.rootfs import CACHE, MIRROR, SUITE, Image, tree
 
 # What the node scripts install with apt on a plain image, and which script does.
 NODE_PACKAGES = {
@@ -56,7 +56,7 @@ def repository(image: Image, packages: tuple[str, ...] = tuple(NODE_PACKAGES)) -
 
 
 def sources_list(address: str) -> bytes:
-    return (f"# gpufleet boot harness (components/boot/apt.py): the image's packages from the mirror on the bridge\n"
+    return (f"# gpufleet boot harness (here/boot/apt.py): the image's packages from the mirror on the bridge\n"
             f"deb [trusted=yes] http://{address}:{PORT} ./\n").encode()
 
 

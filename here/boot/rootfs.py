@@ -1,5 +1,5 @@
 """Node images for the boot harness: Debian 12 root filesystems built once with debootstrap, cached as tarballs and
-unpacked once as the read-only lower layer every machine of that image boots from (components.boot.machine).
+unpacked once as the read-only lower layer every machine of that image boots from (here.boot.machine).
 
 An image holds what the cloud image it stands in for holds, so a node script that calls a tool the real image lacks
 fails here the way it would there. The base is what an Ubuntu 22.04 cloud image brings that the node relies on;
@@ -61,7 +61,7 @@ class Image:
 # A plain Ubuntu 22.04 cloud image (Alibaba's and Tencent's public images; AWS with an explicit image id).
 PLAIN = Image("plain")
 # AWS's Deep Learning AMI (image: auto), with the parts of it a node calls besides the GPU stack, which the fake GPU
-# stands in for (components.boot.gpu).
+# stands in for (here.boot.gpu).
 DLAMI = Image("dlami", (("awscli", "the DLAMI ships the AWS CLI (gpufleet-store, -report, -discover)"),
                         ("python3-venv", "the DLAMI's Python can make virtual environments (gpufleet-python)")))
 

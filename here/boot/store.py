@@ -3,9 +3,9 @@ bridge, reached by each cloud's own endpoint names (the VPC's resolver points th
 holding what the realizer uploads: the code bundle (components.bundle) at the plan's code key. On AWS the same
 server answers the EC2 and Auto Scaling calls a node makes.
 
-Run as `python -m components.boot.store ADDRESS CERT KEY CA SEED.json LOG` in the bridge namespace: it listens on
+Run as `python -m here.boot.store ADDRESS CERT KEY CA SEED.json LOG` in the bridge namespace: it listens on
 ADDRESS:443, creates each bucket of SEED and puts its objects through the S3 API, then records every request after
-that in LOG (components.boot.storelog: what the nodes asked of it, by operation) and prints "ready".
+that in LOG (here.boot.storelog: what the nodes asked of it, by operation) and prints "ready".
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import sys
 import threading
 from pathlib import Path
 
-from components.boot import storelog
 from components.plan.model import ClusterPlan
+from here.boot import storelog
 
 
 def shared_directory(plan: ClusterPlan) -> str | None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from components.bootstrap import ENTRY
-from components.local.errors import LocalError
+from here.local.errors import LocalError
 
 HEADER = "#cloud-config"
 DECODERS = {

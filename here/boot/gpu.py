@@ -15,7 +15,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 
-from components.boot.rootfs import CACHE
+from here.boot.rootfs import CACHE
 
 ENV = "GF_FAKE_GPU"
 UNIT = "gpufleet-boot-fake-gpu.service"
@@ -37,7 +37,7 @@ class FakeGpu:
 
 
 NVIDIA_SMI = """#!/bin/bash
-# GF_FAKE_GPU stand-in for nvidia-smi (components/boot/gpu.py): {count} x {model}, driver {driver}. No GPU answers:
+# GF_FAKE_GPU stand-in for nvidia-smi (here/boot/gpu.py): {count} x {model}, driver {driver}. No GPU answers:
 # every query field reads as a healthy idle card would report it (unknown fields [N/A]).
 field() {{ # NAME GPU-INDEX
   case "$1" in
@@ -74,22 +74,22 @@ case "$*" in
 esac
 """
 
-GATE_DROP_IN = """# GF_FAKE_GPU (components/boot/gpu.py): the gate measures {count} CPU devices for the GPUs.
+GATE_DROP_IN = """# GF_FAKE_GPU (here/boot/gpu.py): the gate measures {count} CPU devices for the GPUs.
 [Service]
 Environment=GF_HEALTH_STAND_IN={count}
 """
 
 NVCC = """#!/bin/bash
-# GF_FAKE_GPU stand-in for nvcc (components/boot/gpu.py).
+# GF_FAKE_GPU stand-in for nvcc (here/boot/gpu.py).
 echo "nvcc: NVIDIA (R) Cuda compiler driver"
 echo "Cuda compilation tools, release {cuda}, V{cuda}.0"
 """
 
-LIBNCCL_C = """/* GF_FAKE_GPU stand-in for NCCL (components/boot/gpu.py): the SONAME and version, nothing else. */
+LIBNCCL_C = """/* GF_FAKE_GPU stand-in for NCCL (here/boot/gpu.py): the SONAME and version, nothing else. */
 int ncclGetVersion(int *version) { *version = %d; return 0; }
 """
 
-LDCONFIG_UNIT = """# GF_FAKE_GPU (components/boot/gpu.py): index the stub libnccl before anything looks for it.
+LDCONFIG_UNIT = """# GF_FAKE_GPU (here/boot/gpu.py): index the stub libnccl before anything looks for it.
 [Unit]
 Description=gpufleet boot harness: fake GPU stack
 DefaultDependencies=no

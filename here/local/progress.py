@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from components.local.layout import Layout, Node
+from here.local.layout import Layout, Node
 
 RUN = "run/gpufleet"
 RESULTS = "var/lib/gpufleet/health"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import ipaddress
 
-from components.local import network
-from components.local.errors import sh
 from components.plan.model import FirewallRule
+from here.local import network
+from here.local.errors import sh
 
 TABLE = "gpufleet"
 ALL_PORTS = (0, 65535)

@@ -1,6 +1,6 @@
 """What the local cluster takes from this machine, and the one command that adds what is missing: root with iproute2
 and nftables for network namespaces (without them the nodes run on loopback), curl and procps for the node scripts
-in either mode. Tools are looked up on PATH, the PATH the nodes get too (components.local.processes)."""
+in either mode. Tools are looked up on PATH, the PATH the nodes get too (here.local.processes)."""
 
 from __future__ import annotations
 

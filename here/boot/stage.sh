@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # PID 1 of a new machine until it execs systemd: runs inside the machine's fresh PID, mount, UTS, IPC and network
-# namespaces (components/boot/machine.py), so every mount here lives and dies with the machine. It builds the root
+# namespaces (here/boot/machine.py), so every mount here lives and dies with the machine. It builds the root
 # the way a VM's firmware and kernel would present it (overlay disk, /proc with the kernel's tunables read-only
 # except the network's, /sys with the cloud's DMI identity, a /dev of its own, the console on a pty), then pivots
 # into it and starts systemd with a bounding set that cannot reach the host kernel (modules, clock, raw I/O);

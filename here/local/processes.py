@@ -12,10 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-from components.local import network
-from components.local.errors import LocalError
-from components.local.layout import Layout, Node
-from components.local.metadata import port
+from here.local import network
+from here.local.errors import LocalError
+from here.local.layout import Layout, Node
+from here.local.metadata import port
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -28,7 +28,7 @@ def _in(namespace: str | None, cmd: list[str]) -> list[str]:
 
 def start_node(node: Node, entry: Path, namespaced: bool) -> subprocess.Popen:
     """The node boots like a fresh machine: a clean environment, its root, the job's Python first on PATH and then
-    the tools this machine gives `fleet` (components.local.host checked those)."""
+    the tools this machine gives `fleet` (here.local.host checked those)."""
     path = f"{VENV_BIN}:{os.environ.get('PATH') or SYSTEM_PATH}"
     env = ["env", "-i", f"PATH={path}", f"GPUFLEET_ROOT={node.root}", f"HOME={node.root}",
            "PYTHONUNBUFFERED=1", "LANG=C.UTF-8"]
@@ -42,7 +42,7 @@ def start_node(node: Node, entry: Path, namespaced: bool) -> subprocess.Popen:
 def start_metadata(lay: Layout, namespaced: bool, address: str) -> subprocess.Popen:
     """The fake metadata server; returns once it listens."""
     ports = [f"{n.name}={port}" for n, port in zip(lay.nodes, metadata_ports(lay), strict=True)]
-    cmd = [sys.executable, "-m", "components.local.metadata", str(lay.notices), address, *ports]
+    cmd = [sys.executable, "-m", "here.local.metadata", str(lay.notices), address, *ports]
     log = lay.directory / "metadata.log"
     with open(log, "ab") as errors:
         proc = subprocess.Popen(_in(lay.bridge_namespace if namespaced else None, cmd), cwd=REPO,

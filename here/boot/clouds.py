@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from components.boot.metadata import Instance
+from here.boot.metadata import Instance
 
 DATASOURCES = {
     "aws": "datasource_list: [ Ec2, None ]\n",

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from components.boot.rootfs import CACHE
+from here.boot.rootfs import CACHE
 
 
 def _project(filename: str) -> str:
@@ -41,7 +41,7 @@ def wheelhouse(packages: tuple[str, ...]) -> Path:
 
 
 def pip_conf(address: str) -> bytes:
-    return (f"# gpufleet boot harness (components/boot/pypi.py): the job's packages from the mirror on the bridge\n"
+    return (f"# gpufleet boot harness (here/boot/pypi.py): the job's packages from the mirror on the bridge\n"
             f"[global]\nindex-url = http://{address}/simple/\ntrusted-host = {address}\n").encode()
 
 

@@ -16,7 +16,7 @@
 Directory paths list their entries one per line, a trailing "/" marking a directory, as the real services do; every
 version prefix (latest, 2016-01-01, 2021-03-23...) answers the same tree.
 
-Run as `python -m components.boot.metadata STATE_DIR` in the bridge namespace: STATE_DIR/instances.json holds the
+Run as `python -m here.boot.metadata STATE_DIR` in the bridge namespace: STATE_DIR/instances.json holds the
 cloud and each instance; what changes during a boot is a file per instance (STATE_DIR/<instance-id>/spot-notice,
 .../lifecycle-state), written by `set_spot_notice` / `set_lifecycle_state`, so the harness, tests and this server
 share no memory.

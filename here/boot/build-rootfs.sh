@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds one node image for the boot harness: debootstrap's Debian 12 minbase, then apt installs the image's packages
 # (apt resolves the virtual packages debootstrap cannot) and cloud-init from Debian 13. Runs in its own mount
-# namespace (components/boot/rootfs.py), so the /proc debootstrap and apt need never shows on the host.
+# namespace (here/boot/rootfs.py), so the /proc debootstrap and apt need never shows on the host.
 # usage: build-rootfs.sh TARGET MIRROR SUITE CLOUD_INIT_SUITE PACKAGE...
 set -euo pipefail
 target=$1 mirror=$2 suite=$3 cloud_init_suite=$4

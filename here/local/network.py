@@ -4,8 +4,8 @@ deletes every link with them."""
 
 from __future__ import annotations
 
-from components.local.errors import sh
-from components.local.layout import Layout, Node
+from here.local.errors import sh
+from here.local.layout import Layout, Node
 
 NETNS_DIR = "/run/netns"  # where `ip netns add` names its namespaces
 

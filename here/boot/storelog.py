@@ -1,4 +1,4 @@
-"""Every request the harness's store answers, one JSON line each: the store process (components.boot.store) wraps
+"""Every request the harness's store answers, one JSON line each: the store process (here.boot.store) wraps
 moto's WSGI app in `Recorder`, and tests read the lines back (`read`, `Boot.store_requests`) to see which operations
 a node's store client and cloud CLI made, by name, and so which actions its role needs (components/clouds/
 permissions.py). Each line holds the client's address, method, host, path, the query's keys, the few headers that

@@ -1,6 +1,6 @@
 """A fake instance-metadata endpoint per node: the spot notice path answers 404 until a notice is injected.
 
-Run as `python -m components.local.metadata DIR ADDRESS NODE=PORT...` inside the bridge namespace: one listener per
+Run as `python -m here.local.metadata DIR ADDRESS NODE=PORT...` inside the bridge namespace: one listener per
 node on the bridge's address, each answering from the file DIR/NODE (present = notice set). Injecting or clearing a
 notice is writing or removing that file, so `fleet`, tests and the server share no memory.
 """

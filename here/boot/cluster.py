@@ -9,8 +9,8 @@ disks, service logs) stays for the report until `keep` is false.
 What each machine's disk gets before its first boot besides the image is listed in `_disk_files`: the image's
 datasource setting, the harness's static network (cloud-init must not replace the address), the VPC's resolver,
 the run's CA in the system store, pip's and apt's mirrors and, with GF_FAKE_GPU, the GPU stack
-(components.boot.gpu). None of it is in user-data, which stays as the plan renders it. A killed run leaves nothing
-the next one does not sweep (components.boot.lifetime).
+(here.boot.gpu). None of it is in user-data, which stays as the plan renders it. A killed run leaves nothing
+the next one does not sweep (here.boot.lifetime).
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from components import bundle
-from components.boot import apt, clouds, gpu, lifetime, metadata, network, pypi, rootfs, store, storelog, tls, vpc
-from components.boot.machine import Machine, MachineConfig, cgroup_path
-from components.local.cloudconfig import document
 from components.plan.model import ClusterPlan
 from components.realizers.encoding import gzip_base64
+from here.boot import apt, clouds, gpu, lifetime, metadata, network, pypi, rootfs, store, storelog, tls, vpc
+from here.boot.machine import Machine, MachineConfig, cgroup_path
+from here.local.cloudconfig import document
 
 REPO = Path(__file__).resolve().parents[2]
 RUNS = rootfs.CACHE / "runs"
@@ -107,7 +107,7 @@ class Boot:
 
     def store_requests(self) -> list[dict]:
         """What the nodes asked of the store (and, on AWS, of EC2 and Auto Scaling) so far, one dict per request
-        (components.boot.storelog), oldest first; none where the bucket is a directory."""
+        (here.boot.storelog), oldest first; none where the bucket is a directory."""
         return storelog.read(self.directory / storelog.NAME)
 
     def __enter__(self) -> Boot:
@@ -148,7 +148,7 @@ class Boot:
             code = bundle.write_bundle(bucket, plan.storage.code_sha256)
             seed = self.directory / "store-seed.json"
             seed.write_text(json.dumps(store.seed(plan, code)))
-            self._service("store", [sys.executable, "-m", "components.boot.store", gateway, str(certs.cert),
+            self._service("store", [sys.executable, "-m", "here.boot.store", gateway, str(certs.cert),
                                     str(certs.key), str(certs.ca), str(seed), str(self.directory / storelog.NAME)],
                           timeout=120)
 
@@ -179,7 +179,7 @@ class Boot:
         for node in self.nodes:
             if node.name in self.lifecycle:
                 metadata.set_lifecycle_state(self.state, node.instance.instance_id, self.lifecycle[node.name])
-        self._service("metadata", [sys.executable, "-m", "components.boot.metadata", str(self.state)])
+        self._service("metadata", [sys.executable, "-m", "here.boot.metadata", str(self.state)])
         names = dict.fromkeys(endpoints, gateway)
         names |= {name: address for address, name in clouds.METADATA_NAMES.get(plan.cloud, ())}
         self._service("dnsmasq", vpc.dnsmasq_command(

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Protocol
 
 from components.bundle import write_bundle
-from components.local import cloudconfig, firewall, host, network, processes, progress
-from components.local import state as statefile
-from components.local.errors import EXIT_USAGE, LocalError
-from components.local.layout import Layout, Node, layout
-from components.local.metadata import clear as clear_notice
-from components.local.metadata import inject as inject_notice
 from components.plan.model import ClusterPlan
+from here.local import cloudconfig, firewall, host, network, processes, progress
+from here.local import state as statefile
+from here.local.errors import EXIT_USAGE, LocalError
+from here.local.layout import Layout, Node, layout
+from here.local.metadata import clear as clear_notice
+from here.local.metadata import inject as inject_notice
 
 LOOPBACK = "127.0.0.1"
 POLL_S = 0.2

@@ -16,7 +16,7 @@ import shutil
 import signal
 from pathlib import Path
 
-from components.local import network as local_network
+from here.local import network as local_network
 
 PR_SET_PDEATHSIG = 1
 OWNER = "owner.json"

@@ -1,4 +1,4 @@
-"""The harness's network: the local cluster's bridge namespace and node namespaces (components.local.network), named
+"""The harness's network: the local cluster's bridge namespace and node namespaces (here.local.network), named
 by one short tag so several harnesses and local clusters can run side by side.
 
 The bridge's own address is the subnet's first host, as in the local cluster: here it is the VPC's router (each
@@ -14,10 +14,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.local import network as local_network
-from components.local.errors import sh
-from components.local.layout import Layout, Node
 from components.plan.model import ClusterPlan
+from here.local import network as local_network
+from here.local.errors import sh
+from here.local.layout import Layout, Node
 
 
 @dataclass(frozen=True)

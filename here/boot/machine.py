@@ -1,5 +1,5 @@
 """One booted machine: systemd as PID 1 in its own PID, mount, UTS, IPC and network namespaces, on an overlay of an
-image (components.boot.rootfs) whose upper layer is the machine's disk.
+image (here.boot.rootfs) whose upper layer is the machine's disk.
 
 Why not systemd-nspawn: nspawn announces a container (`container=systemd-nspawn`, a cgroup namespace), and cloud-init
 then reads no DMI data, so its AliYun datasource never recognises Alibaba Cloud and Ec2 never sees AWS. This machine
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from components.boot import lifetime
+from here.boot import lifetime
 
 STAGE = Path(__file__).with_name("stage.sh")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

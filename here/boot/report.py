@@ -17,7 +17,7 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from components.boot.cluster import BootNode
+from here.boot.cluster import BootNode
 
 UNITS = ("cloud-config.service", "cloud-final.service", "gpufleet-gate.service", "gpufleet-train.service",
          "gpufleet-spot.service", "gpufleet-ckpt-sync.service", "gpufleet-monitor.service", "gpufleet-discover.timer")
