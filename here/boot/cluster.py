@@ -33,11 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from components import bundle
+from components.clouds import booted_profile
 from components.plan.model import ClusterPlan
 from components.realizers.encoding import gzip_base64
-from here.boot import apt, clouds, gpu, lifetime, metadata, network, pypi, rootfs, store, storelog, tls, vpc
+from here.boot import apt, clouds, gpu, lifetime, network, pypi, rootfs, store, storelog, tls, vpc
 from here.boot.machine import Machine, MachineConfig, cgroup_path
 from here.local.cloudconfig import document
+from here.metadata import state as metadata
+from here.metadata.state import Instance
 
 REPO = Path(__file__).resolve().parents[2]
 RUNS = rootfs.CACHE / "runs"
@@ -70,7 +73,7 @@ class BootNode:
 
     name: str
     role: str
-    instance: metadata.Instance
+    instance: Instance
     settings: dict[str, str]
     machine: Machine
     fake_gpu: gpu.FakeGpu | None
@@ -85,6 +88,8 @@ class Boot:
         if node_settings(plan.head.user_data)["GF_LOCAL"] == "1":
             raise ValueError("a local-mode plan's nodes are processes, not machines: plan it with booted=True")
         self.plan = plan
+        self.cloud = booted_profile(plan.cloud)
+        clouds.hypervisor(self.cloud)  # a cloud the harness cannot play fails here, before anything is made
         self.roles = ("head", *("worker",) * workers)
         self.fake_gpu = gpu.enabled() if fake_gpu is None else fake_gpu
         self.driver = driver  # the fake GPU stack's driver instead of the image's (e.g. the plan's pin)
@@ -127,8 +132,8 @@ class Boot:
         self.directory.mkdir(parents=True, exist_ok=True)
         if not self.keep:
             self._stack.callback(shutil.rmtree, self.directory, True)
-        self.net = network.plan_network(self.tag, plan, self.roles, self.directory,
-                                        metadata.ADDRESSES[plan.cloud])
+        service = metadata.listener(self.cloud)
+        self.net = network.plan_network(self.tag, plan, self.roles, self.directory, (service.address,))
         lay = self.net.layout
         lifetime.record(self.directory, [lay.bridge_namespace, *(n.namespace for n in lay.nodes)],
                         [cgroup_path(self._machine_name(n.name)) for n in lay.nodes], self.keep)
@@ -165,7 +170,7 @@ class Boot:
         instances = []
         for index, lay_node in enumerate(self.net.layout.nodes):
             role = lay_node.role
-            inst = clouds.instance(plan.cloud, f"{self.tag}-{index}", private_ip=lay_node.address,
+            inst = clouds.instance(self.cloud, f"{self.tag}-{index}", private_ip=lay_node.address,
                                    mac=network.mac(lay_node.namespace), instance_type=plan.instance.name,
                                    region=plan.region, zone=plan.zone, image_id=plan.image.ref,
                                    role=role, role_name=f"{plan.name}-node",
@@ -175,13 +180,12 @@ class Boot:
             fake = self._fake_gpu(settings[role], image) if self.fake_gpu and int(settings[role]["GF_GPUS"]) else None
             self.nodes.append(BootNode(name=lay_node.name, role=role, instance=inst, settings=settings[role],
                                        machine=None, fake_gpu=fake))  # type: ignore[arg-type]
-        metadata.write_instances(self.state, plan.cloud, instances)
+        metadata.write(self.state, self.cloud, instances, [service])
         for node in self.nodes:
             if node.name in self.lifecycle:
                 metadata.set_lifecycle_state(self.state, node.instance.instance_id, self.lifecycle[node.name])
-        self._service("metadata", [sys.executable, "-m", "here.boot.metadata", str(self.state)])
-        names = dict.fromkeys(endpoints, gateway)
-        names |= {name: address for address, name in clouds.METADATA_NAMES.get(plan.cloud, ())}
+        self._service("metadata", [sys.executable, "-m", "here.metadata.service", str(self.state)])
+        names = dict.fromkeys(endpoints, gateway) | metadata.host_names(self.cloud)
         self._service("dnsmasq", vpc.dnsmasq_command(
             self.directory / "vpc", ipaddress.IPv4Network(plan.network.private.cidr), gateway,
             self.net.layout.bridge, plan.network.mtu, {i.mac: (i.private_ip, i.hostname) for i in instances}, names),
@@ -190,8 +194,8 @@ class Boot:
         for node, lay_node in zip(self.nodes, self.net.layout.nodes, strict=True):
             files = self._disk_files(node, certs, lower)
             config = MachineConfig(name=self._machine_name(node.name), namespace=lay_node.namespace, lower=lower,
-                                   directory=self.directory / "machines" / node.name, dmi=clouds.dmi(plan.cloud,
-                                                                                                     node.instance),
+                                   directory=self.directory / "machines" / node.name,
+                                   dmi=clouds.dmi(self.cloud, node.instance),
                                    files=files, links=gpu.links() if node.fake_gpu else {},
                                    gpus=node.fake_gpu.count if node.fake_gpu else 0, shares=self.shares)
             node.machine = self._stack.enter_context(Machine(config))
@@ -207,12 +211,12 @@ class Boot:
         return gpu.FakeGpu(count, model, self.driver or settings["GF_DRIVER_VERSION"], settings["GF_CUDA_VERSION"])
 
     def _disk_files(self, node: BootNode, certs: tls.Certificates, lower: Path) -> dict[str, tuple[bytes, int]]:
-        plan, gateway = self.plan, self.net.gateway
+        gateway = self.net.gateway
         hosts = ["127.0.0.1 localhost", f"{node.instance.private_ip} {node.instance.hostname}"]
         ca = certs.ca.read_bytes()
         system_store = (lower / "etc/ssl/certs/ca-certificates.crt").read_bytes()
         files = {
-            "/etc/cloud/cloud.cfg.d/90-gpufleet-boot-datasource.cfg": (clouds.DATASOURCES[plan.cloud].encode(), 0o644),
+            "/etc/cloud/cloud.cfg.d/90-gpufleet-boot-datasource.cfg": (clouds.datasources(self.cloud).encode(), 0o644),
             "/etc/cloud/cloud.cfg.d/99-gpufleet-boot-network.cfg": (NETWORK_CFG, 0o644),
             "/etc/hosts": (("\n".join(hosts) + "\n").encode(), 0o644),
             "/etc/resolv.conf": (f"nameserver {gateway}\n".encode(), 0o644),
@@ -222,7 +226,7 @@ class Boot:
             "/etc/apt/sources.list": (apt.sources_list(gateway), 0o644),
         }
         user_data = base64.b64decode(node.instance.user_data_b64)
-        files |= clouds.seed(plan.cloud, node.instance, user_data)
+        files |= clouds.seed(self.cloud, node.instance, user_data)
         if node.fake_gpu:
             files |= gpu.files(node.fake_gpu)
         return files
@@ -246,7 +250,7 @@ class Boot:
         raise RuntimeError(f"{name} was not ready in {timeout:.0f} s:\n{log.read_text()[-2000:]}")
 
     def spot_notice(self, name: str, warning_s: float = 120) -> None:
-        metadata.set_spot_notice(self.state, self.plan.cloud, self.node(name).instance.instance_id, warning_s)
+        metadata.set_spot_notice(self.state, self.node(name).instance.instance_id, warning_s)
 
     def set_lifecycle(self, name: str, value: str) -> None:
         metadata.set_lifecycle_state(self.state, self.node(name).instance.instance_id, value)

@@ -16,6 +16,7 @@ import sys
 import threading
 from pathlib import Path
 
+from components.clouds import booted_profile
 from components.plan.model import ClusterPlan
 from here.boot import storelog
 
@@ -27,18 +28,14 @@ def shared_directory(plan: ClusterPlan) -> str | None:
 
 
 def endpoints(plan: ClusterPlan) -> tuple[str, ...]:
-    """The host names a node's store client contacts for this plan's bucket, first the cloud's default endpoint."""
-    bucket, region = plan.storage.bucket, plan.region
+    """The host names a node's store client contacts for this plan's bucket, first the cloud's default endpoint
+    (its profile's store_hosts)."""
     if shared_directory(plan):
         return ()
-    if plan.cloud == "aws":
-        regional = f"s3.{region}.amazonaws.com"
-        return (regional, f"{bucket}.{regional}", "s3.amazonaws.com", f"{bucket}.s3.amazonaws.com")
-    if plan.cloud == "alicloud":  # OSS's S3-compatible VPC endpoint (docs/cloud-facts.md#oss-s3-api)
-        internal = f"s3.oss-{region}-internal.aliyuncs.com"
-        return (internal, f"{bucket}.{internal}")
-    regional = f"cos.{region}.myqcloud.com"
-    return (regional, f"{bucket}.{regional}")
+    cloud = booted_profile(plan.cloud)
+    if cloud.store_hosts is None:
+        raise ValueError(f"cloud '{cloud.name}' does not name its store's endpoints (CloudProfile.store_hosts)")
+    return cloud.store_hosts(plan.region, plan.storage.bucket)
 
 
 def api_endpoints(plan: ClusterPlan) -> tuple[str, ...]:

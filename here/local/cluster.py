@@ -14,12 +14,10 @@ from typing import Protocol
 
 from components.bundle import write_bundle
 from components.plan.model import ClusterPlan
-from here.local import cloudconfig, firewall, host, network, processes, progress
+from here.local import cloudconfig, firewall, host, instances, network, processes, progress
 from here.local import state as statefile
 from here.local.errors import EXIT_USAGE, LocalError
 from here.local.layout import Layout, Node, layout
-from here.local.metadata import clear as clear_notice
-from here.local.metadata import inject as inject_notice
 
 LOOPBACK = "127.0.0.1"
 POLL_S = 0.2
@@ -92,8 +90,7 @@ def _build_network(run: _Run, opts: Options) -> None:
 def _boot(run: _Run, node: Node) -> subprocess.Popen:
     """A fresh machine: an empty root, the role's user-data executed into it, then its local-mode entry."""
     shutil.rmtree(node.root, ignore_errors=True)
-    index = run.lay.nodes.index(node)
-    endpoint = f"{run.metadata_address}:{processes.metadata_ports(run.lay)[index]}"
+    endpoint = f"{run.metadata_address}:{instances.port(run.lay, node)}"
     user_data = (run.plan.head if node.role == "head" else run.plan.worker).user_data
     entry = cloudconfig.execute(user_data, node.root, {"metadata": endpoint})
     if not run.namespaced:
@@ -164,6 +161,7 @@ def up(plan: ClusterPlan, opts: Options, report: Reporter) -> dict:
         if namespaced:
             report.phase(f"network: {len(lay.nodes)} namespaces on a bridge, {len(plan.firewall)} firewall rules")
             _build_network(run, opts)
+        instances.write(plan, lay, run.metadata_address)
         metadata = processes.start_metadata(lay, namespaced, run.metadata_address)
         st.processes["metadata"] = metadata.pid
         report.phase("nodes: booting from user-data (gate, then torchrun)")
@@ -259,7 +257,7 @@ def _end_machine(run: _Run, node: Node) -> None:
 def _worker_exit(run: _Run, node: Node, rc: int, report: Reporter) -> None:
     if progress.left_on_notice(node):
         _event(run, report, f"{node.name} left after its spot notice (checkpoint written, job continues)")
-        clear_notice(run.lay.notices, node.name)
+        instances.clear_spot_notice(run.plan, run.lay, node.name)
     elif rc < 0 or rc >= 128:
         _event(run, report, f"{node.name} was lost (exit {rc}); the job re-forms with the nodes left")
     elif rc != 0:
@@ -384,7 +382,7 @@ def spot_notice(plan: ClusterPlan, name: str) -> None:
     lay = layout(plan)
     if not lay.node(name).spot:
         raise LocalError(f"node {name} is not a spot node (market.spotPercent makes workers spot)", EXIT_USAGE)
-    inject_notice(lay.notices, name, SPOT_WARNING_S)
+    instances.set_spot_notice(plan, lay, name, SPOT_WARNING_S)
 
 
 def rejoin_node(plan: ClusterPlan, name: str) -> None:

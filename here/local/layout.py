@@ -51,7 +51,8 @@ class Layout:
         return self.directory / "bucket"
 
     @property
-    def notices(self) -> Path:
+    def metadata(self) -> Path:
+        """The metadata service's state: its instances, and their spot notices (here.metadata.state)."""
         return self.directory / "metadata"
 
     @property

@@ -1,5 +1,5 @@
 """Starting and ending the processes of a local cluster: each node's bootstrap (`gpufleet-node start` in its
-namespace) and the fake metadata server. Each leads its own process group; a node's namespace names every process
+namespace) and the metadata service. Each leads its own process group; a node's namespace names every process
 that belongs to it, so a node can be killed whole (a lost machine) and nothing outlives `fleet down`."""
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from here.local import network
+from here.local import instances, network
 from here.local.errors import LocalError
 from here.local.layout import Layout, Node
-from here.local.metadata import port
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -40,9 +39,8 @@ def start_node(node: Node, entry: Path, namespaced: bool) -> subprocess.Popen:
 
 
 def start_metadata(lay: Layout, namespaced: bool, address: str) -> subprocess.Popen:
-    """The fake metadata server; returns once it listens."""
-    ports = [f"{n.name}={port}" for n, port in zip(lay.nodes, metadata_ports(lay), strict=True)]
-    cmd = [sys.executable, "-m", "here.local.metadata", str(lay.notices), address, *ports]
+    """The metadata service (here.metadata) for what here.local.instances wrote; returns once it listens."""
+    cmd = [sys.executable, "-m", "here.metadata.service", str(lay.metadata)]
     log = lay.directory / "metadata.log"
     with open(log, "ab") as errors:
         proc = subprocess.Popen(_in(lay.bridge_namespace if namespaced else None, cmd), cwd=REPO,
@@ -50,13 +48,9 @@ def start_metadata(lay: Layout, namespaced: bool, address: str) -> subprocess.Po
     if proc.stdout.readline().strip() != "ready":
         proc.wait()
         last = (log.read_text(errors="replace").strip().splitlines() or ["it exited"])[-1]
-        raise LocalError(f"the fake metadata endpoint could not listen on {address}, port(s) "
-                         f"{', '.join(map(str, metadata_ports(lay)))}: {last}")
+        raise LocalError(f"the metadata service could not listen on {address}, port(s) "
+                         f"{', '.join(str(instances.port(lay, node)) for node in lay.nodes)}: {last}")
     return proc
-
-
-def metadata_ports(lay: Layout) -> list[int]:
-    return [port(index) for index in range(len(lay.nodes))]
 
 
 def _signal_group(pid: int, sig: int) -> None:
