@@ -1,5 +1,5 @@
 """Seconds from power-on to each boot phase (cloud-init done, bundle fetched, gate passed, rendezvous, first training
-step) of shipped stacks booted in the boot harness (components/boot), a head and a worker each, with the node's
+step) of shipped stacks booted in the boot harness (here/boot), a head and a worker each, with the node's
 outcome; against the baseline of the same run, a bare machine of the same kind reaching systemd's "running" with
 cloud-init off. Prints one JSON object. Needs root.
 
@@ -28,10 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from components.boot import rehearsal, rootfs  # noqa: E402
-from components.boot.cluster import node_settings  # noqa: E402
-from components.boot.machine import Machine, MachineConfig  # noqa: E402
 from fleet.stacks import resolve, spec_and_plan  # noqa: E402
+from here.boot import rehearsal, rootfs  # noqa: E402
+from here.boot.cluster import node_settings  # noqa: E402
+from here.boot.machine import Machine, MachineConfig  # noqa: E402
 
 STACKS = ("aws-g4dn-dev", "ali-spot", "tencent-spot")
 

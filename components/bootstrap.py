@@ -8,7 +8,7 @@ the monitoring config) comes with the content-addressed code bundle (components.
 so any change still rolls the nodes.
 On a cloud, runcmd runs `gpufleet-node install` (bundle -> scripts and units) and enables the units: gate (driver,
 fabric, health) -> training, with the spot watcher, the checkpoint sync and the exporters beside it. In local mode
-the local cluster's cloud-config installer (components.local.cloudconfig) writes the same files under a node root
+the local cluster's cloud-config installer (here.local.cloudconfig) writes the same files under a node root
 and runs `GPUFLEET_ROOT=<root> <root>/opt/gpufleet/bin/gpufleet-node start` (install, gate, training) in the node's
 namespace.
 No secret is ever rendered: nodes reach buckets and cloud APIs through their instance role.

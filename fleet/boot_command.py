@@ -1,5 +1,5 @@
 """`fleet up --boot`: a stack's boot rehearsed on this machine: a cloud stack's nodes boot the exact user-data the
-realizers hand the cloud, through the cloud's own cloud-init datasource (components/boot), before it costs GPU hours;
+realizers hand the cloud, through the cloud's own cloud-init datasource (here/boot), before it costs GPU hours;
 the local stack's nodes boot as machines (NoCloud, cloud mode) instead of running as processes. The machines and the
 harness's services end with the command; `--keep` keeps their disks and logs to read.
 
@@ -15,9 +15,9 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from components.boot import host, rehearsal
-from components.local.errors import EXIT_FAILED, EXIT_USAGE
 from fleet.stacks import resolve, spec_and_plan
+from here.boot import host, rehearsal
+from here.local.errors import EXIT_FAILED, EXIT_USAGE
 
 
 def run_boot(args) -> int:

@@ -1,7 +1,7 @@
 """`fleet health`: the last health-gate and acceptance result of every node, as a table (or JSON).
 
 Where the results come from:
-- a local stack: each node's root (components.local.layout), the files the gate and the acceptance test write there:
+- a local stack: each node's root (here.local.layout), the files the gate and the acceptance test write there:
   <root>/var/lib/gpufleet/health/{gate,acceptance}.json;
 - a cloud stack: the head's Prometheus (`--prometheus URL`, e.g. through an SSH tunnel to the head's private address),
   which scrapes the same results from every node as node-exporter textfile metrics (gpufleet_health_*). A node that
@@ -24,10 +24,10 @@ from rich.console import Console
 from rich.table import Table
 
 from components.clouds import profile
-from components.local.layout import layout
-from components.local.progress import RESULTS
 from components.plan.userdata import PROMETHEUS_PORT
 from fleet.stacks import resolve, spec_and_plan
+from here.local.layout import layout
+from here.local.progress import RESULTS
 
 KINDS = ("gate", "acceptance")
 METRICS = ("gpufleet_health_check_ok", "gpufleet_health_figure", "gpufleet_health_threshold", "gpufleet_health_ok",

@@ -13,9 +13,9 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from components.local import cluster
-from components.local.errors import LocalError
 from fleet.stacks import resolve, spec_and_plan
+from here.local import cluster
+from here.local.errors import LocalError
 
 
 class RichReporter:

@@ -59,7 +59,7 @@ class GateConfig:
     devices: tuple[torch.device, ...] = ()
     stand_in: bool = False
     """The devices stand in for the node's GPUs on a machine that has none (the boot harness,
-    components/boot/gpu.py): every check runs and reports its figure, and the GPU count is judged, but the GPU
+    here/boot/gpu.py): every check runs and reports its figure, and the GPU count is judged, but the GPU
     thresholds are not applied, since a CPU is not the GPU they describe."""
 
     @property

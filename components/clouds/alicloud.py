@@ -140,6 +140,18 @@ NODE_CALLS = (
     api_call("ess:SetInstanceHealth", OWN_GROUPS, grouped=True),
 )
 
+def instance_names(digits: str, private_ip: str, region: str) -> tuple[str, str]:
+    """An ECS instance id and the hostname ECS derives from it (docs/cloud-facts.md#instance-names)."""
+    instance_id = f"i-bp1{digits[:17]}"
+    return instance_id, f"iZ{instance_id[2:]}Z"
+
+
+def store_hosts(region: str, bucket: str) -> tuple[str, ...]:
+    """OSS's S3-compatible VPC endpoint, virtual-hosted (docs/cloud-facts.md#oss-s3-api)."""
+    internal = f"s3.oss-{region}-internal.aliyuncs.com"
+    return (internal, f"{bucket}.{internal}")
+
+
 ALICLOUD = CloudProfile(
     name="alicloud",
     title="Alibaba Cloud",
@@ -153,6 +165,10 @@ ALICLOUD = CloudProfile(
     # Token GETs work on every ECS instance; the head's hardened metadata (http_tokens required) answers no other.
     imds_token_url="http://100.100.100.200/latest/api/token",
     imds_token_header="X-aliyun-ecs-metadata-token",
+    imds_token_max_ttl_s=21600,  # docs/cloud-facts.md#alibaba-metadata
+    instance_names=instance_names,
+    image_datasources="datasource_list: [ AliYun ]\n",  # docs/cloud-facts.md#image-datasources
+    store_hosts=store_hosts,
     api_client=("alibabacloud-tea-openapi==0.4.6",),  # docs/cloud-facts.md#alibaba-node-api
     node_calls=NODE_CALLS,
     spot_discount=0.60,

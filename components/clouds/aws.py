@@ -95,6 +95,18 @@ NODE_CALLS = (
                      "ssmmessages:OpenDataChannel")),
 )
 
+def instance_names(digits: str, private_ip: str, region: str) -> tuple[str, str]:
+    """An EC2 instance id and its IP name (docs/cloud-facts.md#instance-names)."""
+    domain = "ec2.internal" if region == "us-east-1" else f"{region}.compute.internal"
+    return f"i-{digits[:17]}", f"ip-{private_ip.replace('.', '-')}.{domain}"
+
+
+def store_hosts(region: str, bucket: str) -> tuple[str, ...]:
+    """S3's regional endpoint and its legacy global one, each also virtual-hosted (docs/cloud-facts.md#aws-s3)."""
+    regional = f"s3.{region}.amazonaws.com"
+    return (regional, f"{bucket}.{regional}", "s3.amazonaws.com", f"{bucket}.s3.amazonaws.com")
+
+
 AWS = CloudProfile(
     name="aws",
     title="AWS",
@@ -107,6 +119,10 @@ AWS = CloudProfile(
     metadata_url="http://169.254.169.254/latest/meta-data",
     imds_token_url="http://169.254.169.254/latest/api/token",
     imds_token_header="X-aws-ec2-metadata-token",
+    imds_token_max_ttl_s=21600,  # docs/cloud-facts.md#aws-imds
+    instance_names=instance_names,
+    image_datasources="datasource_list: [ Ec2, None ]\n",  # docs/cloud-facts.md#image-datasources
+    store_hosts=store_hosts,
     node_calls=NODE_CALLS,
     # Cost assumptions, documented in the README and overridable: typical spot and 1-year reservation savings.
     spot_discount=0.60,

@@ -89,6 +89,17 @@ class CloudProfile:
     # then send "<header>: <token>" (AWS IMDSv2, Alibaba's hardened mode); "" = plain GETs.
     imds_token_url: str = ""
     imds_token_header: str = ""
+    imds_token_max_ttl_s: int = 0  # the longest token it grants ("<header>-ttl-seconds": 1 to this)
+    # The address of a metadata host its URLs name by a DNS name (host -> address); elsewhere the host is the address.
+    metadata_hosts: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # How it names an instance, from random hex digits, the private address and the region: (instance id, the
+    # hostname it gives the OS) (docs/cloud-facts.md#instance-names); None = unknown.
+    instance_names: Callable[[str, str, str], tuple[str, str]] | None = None
+    # The cloud-init datasource setting of the images its nodes boot (cloud.cfg.d text); "" = unknown.
+    image_datasources: str = ""
+    # The host names a node's store client contacts for (region, bucket), the default endpoint first; None where
+    # the bucket is no object store.
+    store_hosts: Callable[[str, str], tuple[str, ...]] | None = None
     # The pinned SDK its node scripts call the cloud's API through (cloud-init/clouds/<name>_api.py, installed into
     # the node's tools venv beside the store client); () = no such tool (AWS: the store client is its CLI).
     api_client: tuple[str, ...] = ()

@@ -21,6 +21,11 @@ def worker_groups(scaling: ScalingPlan, market: MarketPlan, placements: tuple[Pl
     return per_market(scaling, market, INSTANCES)
 
 
+def instance_names(digits: str, private_ip: str, region: str) -> tuple[str, str]:
+    """The local cloud's own names for a node's instance."""
+    return f"local-{digits[:12]}", f"local-{private_ip.replace('.', '-')}"
+
+
 LOCAL = CloudProfile(
     name="local",
     title="the local cloud",
@@ -36,6 +41,7 @@ LOCAL = CloudProfile(
         vpc_refused=NOT_UNICAST,
     ),
     metadata_url="http://{metadata}/latest/meta-data",
+    instance_names=instance_names,
     spot_strategies=MappingProxyType({"price-capacity-optimized": "emulated"}),
     unsupported=MappingProxyType({
         CAPACITY_BLOCK: "a local cluster has no capacity to reserve.",
@@ -56,14 +62,16 @@ LOCAL = CloudProfile(
     nccl_env=MappingProxyType({"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"}),
 )
 
-# `fleet up --stack local --boot`: the same cluster's nodes as machines the boot harness boots (components/boot):
+# `fleet up --stack local --boot`: the same cluster's nodes as machines the boot harness boots (here/boot):
 # real cloud-init and systemd run the node scripts in cloud mode, their job's packages go into the node's own venv,
 # and a metadata service answers on the link-local address, with plain GETs and the spot notice in AWS's words. The
-# bucket stays a directory of this machine, mounted into every machine (not under /tmp, which systemd empties at boot).
+# machines are plain KVM-like ones whose cloud-init reads NoCloud's seed, as from a cidata disk. The bucket stays a
+# directory of this machine, mounted into every machine (not under /tmp, which systemd empties at boot).
 LOCAL_MACHINES = dataclasses.replace(
     LOCAL,
     runs_here=False,
     metadata_url="http://169.254.169.254/latest/meta-data",
     spot_notice_url="http://169.254.169.254/latest/meta-data/spot/instance-action",
+    image_datasources="datasource_list: [ NoCloud, None ]\n",
     file_bucket="/srv/gpufleet-{name}/bucket",
 )

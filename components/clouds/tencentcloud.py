@@ -162,6 +162,23 @@ NODE_CALLS = (
     api_call("name/as:RemoveInstances", OWN_GROUPS, grouped=True),
 )
 
+# Tencent's images read the config drive in local mode, then its metadata service
+# (docs/cloud-facts.md#image-datasources).
+IMAGE_DATASOURCES = ("datasource_list: [ ConfigDrive, TencentCloud ]\ndatasource:\n  ConfigDrive:\n    dsmode: local\n"
+                     "  TencentCloud:\n    metadata_urls: ['http://169.254.0.23', 'http://metadata.tencentyun.com']\n")
+
+
+def instance_names(digits: str, private_ip: str, region: str) -> tuple[str, str]:
+    """A CVM instance id and the hostname an Ubuntu image gets (docs/cloud-facts.md#instance-names)."""
+    return f"ins-{digits[:8]}", "VM-{}-{}-ubuntu".format(*private_ip.split(".")[2:])
+
+
+def store_hosts(region: str, bucket: str) -> tuple[str, ...]:
+    """COS's regional endpoint, virtual-hosted (docs/cloud-facts.md#tencent-cos)."""
+    regional = f"cos.{region}.myqcloud.com"
+    return (regional, f"{bucket}.{regional}")
+
+
 TENCENTCLOUD = CloudProfile(
     name="tencentcloud",
     title="Tencent Cloud",
@@ -172,6 +189,11 @@ TENCENTCLOUD = CloudProfile(
     spot_notice_url="http://metadata.tencentyun.com/latest/meta-data/spot/termination-time",
     limits=LIMITS,
     metadata_url="http://metadata.tencentyun.com/latest/meta-data",
+    # The metadata host's address: docs/cloud-facts.md#tencent-metadata.
+    metadata_hosts=MappingProxyType({"metadata.tencentyun.com": "169.254.0.23"}),
+    instance_names=instance_names,
+    image_datasources=IMAGE_DATASOURCES,
+    store_hosts=store_hosts,
     api_client=("tencentcloud-sdk-python-common==3.1.195",),  # docs/cloud-facts.md#tencent-node-api
     node_calls=NODE_CALLS,
     spot_discount=0.60,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.boot import host
+from here.boot import host
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from components.boot import report
+from here.boot import report
 
 pytestmark = pytest.mark.usefixtures("needs_root")
 

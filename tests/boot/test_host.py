@@ -8,7 +8,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from components.boot import host
+from here.boot import host
 
 HARNESS = Path(host.__file__).parent
 

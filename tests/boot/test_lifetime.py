@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from components.boot import lifetime
+from here.boot import lifetime
 
 pytestmark = pytest.mark.usefixtures("needs_root")
 ROOT = Path(__file__).resolve().parents[2]
 HOLDER = """
 import json, secrets, subprocess, sys, time
 from pathlib import Path
-from components.boot import lifetime, rootfs
-from components.boot.machine import Machine, MachineConfig
+from here.boot import lifetime, rootfs
+from here.boot.machine import Machine, MachineConfig
 run = Path(sys.argv[1]); name = "gfbk" + secrets.token_hex(2)
 run.mkdir(parents=True)
 subprocess.run(["ip", "netns", "add", name], check=True)

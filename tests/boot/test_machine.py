@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from components.boot import rootfs
-from components.boot.machine import Machine, MachineConfig
+from here.boot import rootfs
+from here.boot.machine import Machine, MachineConfig
 
 pytestmark = pytest.mark.usefixtures("needs_root")
 CLOUD_INIT_OFF = "/etc/cloud/cloud-init.disabled"  # no metadata service here: these machines boot the image alone

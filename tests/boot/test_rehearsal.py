@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from components.boot import rehearsal
 from components.stackfile import CLUSTER_KEY
 from fleet.stacks import resolve, spec_and_plan
+from here.boot import rehearsal
 
 
 def test_the_tiny_job_replaces_the_job_and_nothing_else():

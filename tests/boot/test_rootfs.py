@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from components.boot import rootfs
+from here.boot import rootfs
 
 BOOT = Path(__file__).resolve().parents[2] / "components" / "boot"
 

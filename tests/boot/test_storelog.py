@@ -13,7 +13,7 @@ from botocore.config import Config
 from moto.server import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import make_server
 
-from components.boot import storelog
+from here.boot import storelog
 
 BUCKET = "gf-ckpt-1250000000"
 # Above boto3's 8 MB multipart threshold, as a checkpoint is.

@@ -1,5 +1,5 @@
 """The node bootstrap cases: the head and the workers of every shipped stack, rendered by the real planner, and a
-node booted from one of them the way the local cluster boots it (components.local.cloudconfig)."""
+node booted from one of them the way the local cluster boots it (here.local.cloudconfig)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 
 from components.bootstrap import shell_value
 from components.bundle import bundle_sha256
-from components.local.cloudconfig import execute
 from components.paths import PROJECT_ROOT
 from components.plan.model import ROLES, ClusterPlan
 from components.stackfile import load_stack_file, stack_name_of
 from fleet.stacks import spec_and_plan
+from here.local.cloudconfig import execute
 
 STACKS = sorted((PROJECT_ROOT / "stacks").glob("Pulumi.*.yaml"))
 CASES = [f"{stack_name_of(path)}-{role}" for path in STACKS for role in ROLES]

@@ -30,7 +30,7 @@ from health.acceptance import (  # noqa: E402
 from health.thresholds import PAIR_PEER_FRACTION  # noqa: E402
 from health_configs import write_node_config  # noqa: E402
 
-from components.local.network import inside  # noqa: E402
+from here.local.network import inside  # noqa: E402
 
 pytest.importorskip("torch")
 PYTHONPATH = f"{ROOT / 'cloud-init'}:{ROOT}"
@@ -160,8 +160,8 @@ class Namespaces:
     """N node namespaces on a bridge, made by the local cluster's own code from a local stack's plan."""
 
     def __init__(self, tmp_path: Path, nodes: int) -> None:
-        from components.local import layout, network
         from fleet.stacks import resolve, spec_and_plan
+        from here.local import layout, network
 
         body = {"cloud": "local", "instanceType": "cpu", "nodes": nodes, "network": {"vpcCidr": "10.79.0.0/24"}}
         path = tmp_path / f"Pulumi.accept-{os.getpid()}.yaml"
@@ -237,7 +237,7 @@ def test_a_node_whose_link_is_slowed_is_named_within_a_minute(namespaces):
 
 @needs_root
 def test_a_node_whose_collective_ports_are_closed_is_named(namespaces):
-    from components.local import firewall
+    from here.local import firewall
 
     cluster = namespaces(4)
     closed = cluster.lay.nodes[1]

@@ -12,7 +12,7 @@ from bootstrap_helpers import VENV_BIN
 from node_cases import boot, plan_of
 
 from components.bundle import build, source_files
-from components.local.network import inside
+from here.local.network import inside
 
 TRAIN = b"""import os, pathlib, sys, torch, torch.distributed as dist
 dist.init_process_group("gloo")

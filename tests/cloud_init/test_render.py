@@ -16,10 +16,10 @@ from node_cases import CASES, boot, plan_of, snapshot_text, user_data
 from components.bootstrap import BIN, CLOUD_ADAPTER, CLOUD_API
 from components.bundle import source_files
 from components.clouds import CLOUDS, profile
-from components.local.cloudconfig import document
 from components.paths import PROJECT_ROOT
 from components.plan.lifecycle import DRAIN_HOOK
 from components.realizers.encoding import gzip_base64
+from here.local.cloudconfig import document
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 

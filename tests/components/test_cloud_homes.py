@@ -1,6 +1,6 @@
 """One home per cloud (docs/design.md#one-home-per-cloud): a grep over the project's own files finds a cloud's name,
 as a string or a provider namespace ("aws", "aws:region", 'alicloud:ecs/...'), only in that cloud's homes, the
-registry and the boot harness. Everything else reads the registry."""
+registry, the boot harness and the metadata emulator's trees. Everything else reads the registry."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from components.clouds import CLOUDS
 
 ROOT = Path(__file__).resolve().parents[2]
 # The product's code: what a stack runs through, and what its nodes run.
-PRODUCT = ("__main__.py", "components/", "fleet/", "policy/", "cloud-init/", "training/")
-# Where any cloud's name may be spelt: the registry, and the boot harness, which emulates each cloud's hypervisor,
-# metadata service, datasource and store for the boot tests (it is those clouds' stand-in, not a reader of the plan).
-SHARED = ("components/clouds/__init__.py", "components/boot/")
+PRODUCT = ("__main__.py", "components/", "here/", "fleet/", "policy/", "cloud-init/", "training/")
+# Where any cloud's name may be spelt: the registry, the boot harness, which emulates each cloud's hypervisor,
+# datasource and store for the boot tests, and the metadata emulator's trees of each cloud's service (those clouds'
+# stand-ins, not readers of the plan; the cloud's facts they answer by come from its profile).
+SHARED = ("components/clouds/__init__.py", "here/boot/", "here/metadata/trees.py")
 # The clouds whose names are searched for: those with resources of their own. `local` is an ordinary word (the local
 # zone, a default stack, node.env's GF_LOCAL), so its name is not searched for.
 NAMED = sorted(name for name, cloud in CLOUDS.items() if cloud.pulumi_package)

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from node_policies import grants, reader, resources_of
 
-from components.boot.cluster import node_settings
 from components.clouds import permissions, profile
 from components.clouds.permissions import ANY, BUCKET, METRIC, OBJECTS, OWN_GROUPS, OWN_INSTANCES, SESSION
 from fleet.stacks import resolve, spec_and_plan
+from here.boot.cluster import node_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 FACTS = ROOT / "docs" / "cloud-facts.md"

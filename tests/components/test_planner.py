@@ -11,13 +11,13 @@ import pytest
 
 from components import catalog
 from components.bundle import bundle_bytes, bundle_sha256
-from components.local.cloudconfig import document
 from components.plan.cost import plan_cost
 from components.plan.fabric import plan_fabric
 from components.plan.firewall import plan_firewall
 from components.plan.network import plan_network
 from components.stackfile import load_stack_file
 from fleet.stacks import spec_and_plan
+from here.local.cloudconfig import document
 
 ROOT = Path(__file__).resolve().parents[2]
 

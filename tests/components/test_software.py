@@ -15,12 +15,12 @@ from functools import cache
 import pytest
 from packaging.requirements import Requirement
 
-from components.local.cloudconfig import document
 from components.paths import PROJECT_ROOT
 from components.plan import software
 from components.plan.model import ClusterPlan
 from components.stackfile import load_stack_file, stack_name_of
 from fleet.stacks import spec_and_plan
+from here.local.cloudconfig import document
 
 # The clouds' stacks: the local one runs on the host's Python and has no matrix.
 STACKS = sorted({stack_name_of(p) for p in (PROJECT_ROOT / "stacks").glob("Pulumi.*.yaml")} - {"local"})

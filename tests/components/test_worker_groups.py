@@ -75,7 +75,7 @@ def test_tencent_groups_are_realized_as_planned():
 
 
 def test_local_workers_follow_the_split(write_stack):
-    from components.local.layout import layout
+    from here.local.layout import layout
 
     cluster = {"cloud": "local", "instanceType": "cpu", "nodes": 4, "market": {"onDemandBase": 2, "spotPercent": 50}}
     plan = spec_and_plan(load_stack_file(write_stack(cluster, region=None)))[1]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 
-from components.boot import host, report
 from fleet.boot_command import _print_table
 from fleet.cli import main
+from here.boot import host, report
 
 
 def test_a_machine_that_cannot_boot_machines_is_named_before_anything_starts(capsys, monkeypatch):

@@ -18,9 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cloud-init"))
 
 from health.result import Check, Report, judge, prometheus, write
 
-from components.local import layout
 from fleet.cli import main
 from fleet.health_command import RESULTS
+from here.local import layout
 
 HEALTHY = [Check("matmul", "gpu0", 731.0, "TFLOP/s", 593.4, ">=", True, "bf16 8192^3"),
            Check("pcie-width", "gpu0", 16.0, "lanes", 16.0, ">=", True),

@@ -7,10 +7,10 @@ import dataclasses
 
 import pytest
 
-from components.local import cluster, progress
-from components.local.errors import LocalError
-from components.local.layout import layout
 from fleet.stacks import resolve, spec_and_plan
+from here.local import cluster, progress
+from here.local.errors import LocalError
+from here.local.layout import layout
 
 PREFLIGHT = "error: gpufleet preflight: nodes cannot reach each other\n  node 1 (10.77.0.11): unreachable\n"
 

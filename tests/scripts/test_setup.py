@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from components.boot import host as boot_host
-from components.local import host
+from here.boot import host as boot_host
+from here.local import host
 
 ROOT = Path(__file__).resolve().parents[2]
 

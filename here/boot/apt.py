@@ -1,0 +1,64 @@
+"""The image's package mirror on the bridge: the packages a node installs with apt (NODE_PACKAGES), with what they
+need beyond what the image already has, downloaded once by this host's apt from Debian's mirror and served as a flat
+repository (`python -m http.server`). A cloud image's apt points at its cloud's mirror inside the VPC
+(mirrors.cloud.aliyuncs.com, mirrors.tencentyun.com, the regional Ubuntu archive on AWS); the node's sources.list
+here points at this one instead, so `apt-get update` and `apt-get install` run for real without a route out."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from here.boot.rootfs import CACHE, MIRROR, SUITE, Image, tree
+
+# What the node scripts install with apt on a plain image, and which script does.
+NODE_PACKAGES = {
+    "python3-venv": "gpufleet-lib.sh's store client venv, gpufleet-python's job venv",
+}
+PORT = 8080
+
+
+def repository(image: Image, packages: tuple[str, ...] = tuple(NODE_PACKAGES)) -> Path:
+    """CACHE/apt/<image>-<hash>: the .debs `packages` need on `image`, and their Packages index."""
+    root = CACHE / "apt" / f"{image.key}-{hashlib.sha256(' '.join(sorted(packages)).encode()).hexdigest()[:12]}"
+    if (root / "Packages").exists():
+        return root
+    image_root = tree(image)
+    status = image_root / "var/lib/dpkg/status"
+    work = root.with_suffix(".partial")
+    shutil.rmtree(work, ignore_errors=True)
+    for sub in ("lists/partial", "archives/partial", "etc/sources.list.d", "etc/preferences.d"):
+        (work / sub).mkdir(parents=True)
+    (work / "etc/sources.list").write_text(f"deb {MIRROR} {SUITE} main\n")
+    # This host's apt, resolving against the image's installed packages: it fetches exactly what the node would.
+    options = [f"-oDir::State::status={status}", f"-oDir::State::Lists={work}/lists",
+               f"-oDir::Cache::Archives={work}/archives", f"-oDir::Etc::SourceList={work}/etc/sources.list",
+               f"-oDir::Etc::SourceParts={work}/etc/sources.list.d", f"-oDir::Etc::Preferences={work}/etc/none",
+               f"-oDir::Etc::PreferencesParts={work}/etc/preferences.d", "-oAPT::Install-Recommends=false",
+               "-oDebug::NoLocking=true",
+               f"-oAPT::Key::GPGVCommand={image_root}/usr/bin/gpgv"]  # the image's: a host may have no gpgv
+    with open(work / "apt.log", "w") as log:
+        for args in (["update", "-q"], ["install", "-yq", "--download-only", *packages]):
+            subprocess.run(["apt-get", *options, *args], check=True, stdout=log, stderr=subprocess.STDOUT)
+    pool = work / "repo"
+    pool.mkdir()
+    for deb in (work / "archives").glob("*.deb"):
+        deb.rename(pool / deb.name)
+    index = subprocess.run(["dpkg-scanpackages", "--multiversion", ".", "/dev/null"], cwd=pool, check=True,
+                           capture_output=True).stdout
+    (pool / "Packages").write_bytes(index)
+    pool.rename(root)
+    shutil.rmtree(work)
+    return root
+
+
+def sources_list(address: str) -> bytes:
+    return (f"# gpufleet boot harness (here/boot/apt.py): the image's packages from the mirror on the bridge\n"
+            f"deb [trusted=yes] http://{address}:{PORT} ./\n").encode()
+
+
+def serve_command(repo: Path, address: str) -> list[str]:
+    return [sys.executable, "-m", "http.server", str(PORT), "--bind", address, "--directory", str(repo)]
