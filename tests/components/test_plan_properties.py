@@ -5,6 +5,7 @@ worker groups. Each stack passed the real rules and was planned by the real plan
 from __future__ import annotations
 
 import ipaddress
+import os
 
 from hypothesis import given, settings
 from stack_strategies import planned, stacks
@@ -15,8 +16,10 @@ from components.plan.firewall import INTERNET_OPT_IN
 from components.plan.model import INSTANCES, MIXED, ON_DEMAND, ROLES, SCALING_GROUP, SPOT, WORKER
 from training.config import parse_args
 
-# Derandomized, so a CI run and a mutation run see the same stacks; each property stays within a few seconds.
-PROPERTY = settings(max_examples=100, deadline=None, derandomize=True, database=None)
+# Derandomized, so a CI run and a mutation run see the same stacks; each property stays within a few seconds. The
+# mutation pass (mutmut, which sets MUTANT_UNDER_TEST) runs every property once per mutant: the first 25 stacks.
+PROPERTY = settings(max_examples=25 if os.environ.get("MUTANT_UNDER_TEST") else 100, deadline=None,
+                    derandomize=True, database=None)
 # Ports of a node's services reached from outside the cluster: HTTPS/HTTP (object storage, packages), DNS, NTP.
 SERVICE_PORTS = {("tcp", 443), ("tcp", 80), ("udp", 53), ("udp", 123)}
 # Interfaces that take an address in the nodes' subnet (EFA's efa-only cards take none).
