@@ -101,7 +101,10 @@ def stacks(draw, *, open_to: bool | None = None, clouds: tuple[str, ...] = ()) -
     """A `gpufleet:cluster` object and its region, on any cloud and row. open_to: False draws no sshCidrs and no
     allowInternet, True always some sshCidrs, None either."""
     cloud_name = draw(st.sampled_from(clouds or tuple(CLOUDS)))
-    row_name = draw(st.sampled_from(catalog.type_names(cloud_name)))
+    # A fabric first, so the cloud's few RDMA rows are drawn as often as its many TCP ones.
+    rows = [catalog.lookup(cloud_name, name) for name in catalog.type_names(cloud_name)]
+    fabric = draw(st.sampled_from(sorted({r.fabric for r in rows})))
+    row_name = draw(st.sampled_from([r.name for r in rows if r.fabric == fabric]))
     cloud, row = profile(cloud_name), catalog.lookup(cloud_name, row_name)
     raw: dict = {"cloud": cloud_name, "instanceType": row_name}
     region = ""
@@ -124,7 +127,8 @@ def stacks(draw, *, open_to: bool | None = None, clouds: tuple[str, ...] = ()) -
         ranks = draw(st.integers(1, row.gpus))
         raw["ranksPerNode"] = ranks
     if high * ranks > DEFAULT_BATCH or draw(st.booleans()):
-        raw["job"] = {"globalBatch": draw(st.integers(high * ranks, high * ranks * 3))}
+        # Down to half the ranks at the most nodes: the rules refuse those below one sequence per rank.
+        raw["job"] = {"globalBatch": draw(st.integers(max(high * ranks // 2, 1), high * ranks * 3))}
 
     market: dict = {}
     block = cloud_name == "aws" and not anti_affinity and draw(st.booleans())

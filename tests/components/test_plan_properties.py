@@ -169,7 +169,8 @@ def test_worker_groups_split_the_workers_by_market(drawn):
 @given(stacks())
 def test_cost_prices_the_desired_nodes(drawn):
     """On-demand cost is the list price of every desired node; the expected cost (spot mix or reservation) is never
-    more than that."""
+    more than that, nor less than all of them at the cloud's deepest discount, and it is that price without spot or
+    a reservation."""
     plan = planned(drawn).plan
     price, cost = plan.instance.price_usd_per_hour, plan.cost
     if price is None:
@@ -177,3 +178,9 @@ def test_cost_prices_the_desired_nodes(drawn):
         return
     assert abs(cost.on_demand_hourly - price * plan.scaling.nodes_desired) < 1e-3
     assert cost.expected_hourly <= cost.on_demand_hourly + 1e-9
+    if not plan.market.uses_spot and plan.market.reservation_id is None:
+        assert cost.expected_hourly == cost.on_demand_hourly
+    cloud = profile(plan.cloud)
+    # Never cheaper than every desired node at the deepest discount: no more spot nodes than there are workers.
+    floor = cost.on_demand_hourly * (1 - max(cloud.spot_discount, cloud.reserved_discount))
+    assert cost.expected_hourly >= floor - 1e-3
