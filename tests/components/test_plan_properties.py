@@ -13,6 +13,7 @@ from stack_strategies import planned, stacks
 from components.cidrs import exposing, parse_cidr
 from components.clouds import profile
 from components.plan.firewall import INTERNET_OPT_IN
+from components.plan.lifecycle import DRAIN, HEAD_REPLACED, HEALTH_GRACE, REBALANCE
 from components.plan.model import INSTANCES, MIXED, ON_DEMAND, ROLES, SCALING_GROUP, SPOT, WORKER
 from training.config import parse_args
 
@@ -163,6 +164,26 @@ def test_worker_groups_split_the_workers_by_market(drawn):
         assert workers - spot >= base_workers
         assert spot * 100 <= m.spot_percent * (workers - base_workers) < (spot + 1) * 100
     assert plan.lifecycle.standby <= scaling.nodes_max - scaling.nodes_min
+
+
+@PROPERTY
+@given(stacks())
+def test_lifecycle_is_what_the_clouds_groups_offer(drawn):
+    """Workers a scaling group takes away drain through its termination hook wherever the cloud's groups have one,
+    for the time a checkpoint takes; the preview says how the head is replaced wherever the cloud replaces it; warm
+    standby nodes are stopped ones, and there are none unless the stack asks."""
+    found = planned(drawn)
+    plan, offered = found.plan, profile(found.plan.cloud).lifecycle
+    lifecycle = plan.lifecycle
+    assert (lifecycle.drain is not None) == (DRAIN in offered)
+    if lifecycle.drain:
+        assert lifecycle.drain.hook and lifecycle.drain.timeout_s > 0
+    assert bool(lifecycle.head_replacement) == (HEAD_REPLACED in offered)
+    assert (lifecycle.health_grace_s is not None) == (HEALTH_GRACE in offered)
+    assert lifecycle.capacity_rebalance == (REBALANCE in offered and plan.market.uses_spot)
+    assert lifecycle.standby == found.spec.autoscaling.standby
+    assert (lifecycle.standby_state == "stopped") == (lifecycle.standby > 0)
+    assert lifecycle.standby_state in ("stopped", None)
 
 
 @PROPERTY
