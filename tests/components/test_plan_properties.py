@@ -188,6 +188,26 @@ def test_lifecycle_is_what_the_clouds_groups_offer(drawn):
 
 @PROPERTY
 @given(stacks())
+def test_every_node_gets_a_whole_software_matrix(drawn):
+    """A plain image installs an exact driver of a branch the wheel's CUDA runs on, an image with drivers is checked
+    against that branch; the wheel, its CUDA and NCCL are named; the fabric's stack exactly where there is a fabric,
+    fabric manager exactly on NVSwitch hosts, and NCCL's network the one the fabric's environment sets."""
+    plan = planned(drawn).plan
+    software, image = plan.software, plan.image
+    assert software.mode == ("check" if image.has_drivers else "install")
+    if image.has_drivers:
+        assert software.driver == ""
+    else:
+        assert int(software.driver.split(".")[0]) >= software.driver_min_branch > 0
+    assert all(isinstance(v, str) and v for v in (software.cuda, software.torch, software.torch_index, software.nccl))
+    assert software.torch.startswith("torch==")
+    assert bool(software.fabric_stack) == (plan.fabric.kind != "tcp")
+    assert bool(software.fabricmanager) == plan.instance.nvswitch
+    assert software.nccl_net == plan.fabric.nccl_net
+
+
+@PROPERTY
+@given(stacks())
 def test_cost_prices_the_desired_nodes(drawn):
     """On-demand cost is the list price of every desired node; the expected cost (spot mix or reservation) is never
     more than that, nor less than all of them at the cloud's deepest discount, and it is that price without spot or
