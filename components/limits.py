@@ -39,6 +39,8 @@ class CloudLimits:
     vpc_prefixes: tuple[int, int]  # widest, narrowest VPC prefix length
     subnet_prefixes: tuple[int, int]  # widest, narrowest subnet prefix length
     subnet_reserved: int  # addresses the cloud keeps in every subnet
+    # No DHCP hands nodes their addresses: the plan gives each one, from the head's on (NetworkPlan.node_addresses).
+    addresses_from_head: bool = False
     vpc_within: tuple[tuple[IPv4, int], ...] = ()  # (allowed block, widest prefix inside it); empty: any
     vpc_refused: tuple[tuple[IPv4, str], ...] = ()  # ranges the cloud refuses for a VPC, with the reason
     group_max: int | None = None  # most instances in one scaling group

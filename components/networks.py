@@ -32,6 +32,13 @@ def addresses_per_node(spec: ClusterSpec, row: catalog.InstanceType) -> int:
     return 1 + (row.fabric_devices if fabric == "erdma" and row.fabric == "erdma" else 0)
 
 
+def addresses_needed(nodes: int, per_node: int, lim: CloudLimits) -> int:
+    """Addresses `nodes` nodes take in their subnet besides the reserved ones: every node's interfaces, and the plan's
+    fixed addresses, which start at the head's host number (components/plan/network.py) and, where no DHCP hands
+    addresses out, go on from there one per node."""
+    return max(nodes * per_node, HEAD_HOST + (nodes if lim.addresses_from_head else 1))
+
+
 def _node_path(spec: ClusterSpec) -> str:
     return _at("nodes" if isinstance(spec.nodes, int) else "nodes.max")
 
@@ -65,7 +72,7 @@ def _too_few(network: ipaddress.IPv4Network, lim: CloudLimits, needed: int, per_
     for prefix in range(network.prefixlen - 1, widest - 1, -1):
         if 2 ** (31 - prefix) - lim.subnet_reserved >= needed:
             return f"use a larger range such as {network.supernet(new_prefix=prefix)}."
-    most = (2 ** (31 - widest) - lim.subnet_reserved) // per_node
+    most = _most_in(2 ** (31 - widest) - lim.subnet_reserved, per_node, lim)
     return (f"lower nodes.max to at most {most}: a /{widest}, the widest VPC gpufleet can use there, leaves room for "
             "no more.")
 
@@ -81,7 +88,7 @@ def vpc(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:
     row = catalog.lookup(spec.cloud, spec.instance_type)
     private, public = node_subnets(network)
     per_node = addresses_per_node(spec, row) if row else 1
-    needed = max(spec.counts.max * per_node, HEAD_HOST + 1)
+    needed = addresses_needed(spec.counts.max, per_node, lim)
     available = private.num_addresses - lim.subnet_reserved
     if available < needed:
         each = f" at {per_node} addresses each (one per ERI besides the primary)" if per_node > 1 else ""
@@ -105,7 +112,12 @@ def most_nodes(spec: ClusterSpec, lim: CloudLimits) -> int:
     """The most nodes the cloud's widest VPC holds once gpufleet gives the nodes the first half of it."""
     row = catalog.lookup(spec.cloud, spec.instance_type)
     widest = max(lim.vpc_prefixes[0], lim.subnet_prefixes[0] - 1)
-    return (2 ** (31 - widest) - lim.subnet_reserved) // (addresses_per_node(spec, row) if row else 1)
+    return _most_in(2 ** (31 - widest) - lim.subnet_reserved, addresses_per_node(spec, row) if row else 1, lim)
+
+
+def _most_in(room: int, per_node: int, lim: CloudLimits) -> int:
+    """The most nodes whose addresses fit in `room` addresses (addresses_needed)."""
+    return min(room // per_node, room - HEAD_HOST if lim.addresses_from_head else room)
 
 
 def node_bounds(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:

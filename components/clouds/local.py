@@ -38,6 +38,7 @@ LOCAL = CloudProfile(
         vpc_prefixes=(8, 28),
         subnet_prefixes=(8, 29),
         subnet_reserved=2,  # network and broadcast address of a Linux bridge's subnet
+        addresses_from_head=True,  # components/local/layout.py, components/boot/network.py
         vpc_refused=NOT_UNICAST,
     ),
     metadata_url="http://{metadata}/latest/meta-data",

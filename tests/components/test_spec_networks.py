@@ -3,6 +3,7 @@ client can be in, and no cluster is larger than its cloud can hold."""
 
 from __future__ import annotations
 
+import ipaddress
 import math
 
 import pytest
@@ -115,6 +116,19 @@ def test_a_too_small_vpc_suggests_one_that_fits(tmp_path):
     assert "too few for 300 nodes" in problem.message
     bigger = problem.fix.removeprefix("use a larger range such as ").rstrip(".")
     plan_of(tmp_path, "aws", {"nodes": 300, "network": {"vpcCidr": bigger}, "job": even_job(300)})
+
+
+def test_local_nodes_fixed_addresses_fit_the_subnet(tmp_path):
+    """Local nodes take the head's address and those after it (no DHCP): six nodes in a /27 VPC's /28 would end on
+    its broadcast address, so the rule asks for a larger range, in which every node's address is a host of it."""
+    six = {"nodes": 6, "network": {"vpcCidr": "10.77.0.0/27"}}
+    problem = only(tmp_path, "local", six)
+    assert problem.path == VPC and "too few for 6 nodes" in problem.message, problem
+    bigger = problem.fix.removeprefix("use a larger range such as ").rstrip(".")
+    _, plan = plan_of(tmp_path, "local", {**six, "network": {"vpcCidr": bigger}})
+    subnet = ipaddress.IPv4Network(plan.network.private.cidr)
+    assert all(ipaddress.IPv4Address(a) in list(subnet.hosts()) for a in plan.network.node_addresses(6))
+    plan_of(tmp_path, "local", {"nodes": 4, "network": {"vpcCidr": "10.77.0.0/27"}})
 
 
 def test_eri_addresses_count_against_the_vswitch(tmp_path):

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import math
-from datetime import date
+from datetime import date, timedelta
 
 import pytest
 
 from components.catalog import catalog
 from components.clouds import CLOUDS
-from components.plan.cost import HOURS_PER_MONTH, Assumptions, estimate, is_stale, price_age_days, same_gpus
+from components.plan.cost import (
+    HOURS_PER_MONTH,
+    MAX_PRICE_AGE_DAYS,
+    Assumptions,
+    Estimate,
+    estimate,
+    is_stale,
+    price_age_days,
+    same_gpus,
+)
 
 
 def test_three_ways_of_paying():
@@ -40,6 +49,13 @@ def test_price_age_and_staleness():
     assert not is_stale("2026-07-20", date(2026, 8, 1))
     assert is_stale("2026-07-20", date(2026, 12, 1)) and not is_stale("2026-07-20", date(2026, 12, 1), 200)
     assert price_age_days("", date(2026, 8, 1)) is None and is_stale("", date(2026, 8, 1))
+    read = date(2026, 8, 1)
+    assert not is_stale(read.isoformat(), read + timedelta(days=MAX_PRICE_AGE_DAYS)), "the last day still counts"
+    assert is_stale(read.isoformat(), read + timedelta(days=MAX_PRICE_AGE_DAYS + 1))
+
+
+def test_a_month_is_in_whole_cents():
+    assert Estimate(1, 0, 1.0, 0.123456, None, None).monthly(0.123456) == 90.12
 
 
 def test_same_gpus_sizes_each_type_and_puts_unpriced_last():
@@ -62,3 +78,13 @@ def test_same_gpus_offers_every_type_of_the_model_at_its_fewest_nodes_with_its_p
         assert (option.price_date, option.price_source) == (table.price_date, table.price_source)
     costs = [o.estimate.spot_mix for o in options if o.estimate.spot_mix is not None]
     assert costs == sorted(costs) and len(costs) > 1
+
+
+@pytest.mark.parametrize("model", sorted({row.gpu_model for cloud in CLOUDS if catalog(cloud)
+                                          for row in catalog(cloud).types.values() if row.gpus}))
+def test_same_gpus_is_cheapest_first_for_every_gpu_model(model):
+    """One GPU of each model: every type of it is one node, and they come cheapest first whatever their catalog
+    order (g4dn.12xlarge is listed before g4dn.xlarge)."""
+    options = same_gpus(model, 1, 0.0, list(CLOUDS.values()), {})
+    costs = [o.estimate.spot_mix for o in options if o.estimate.spot_mix is not None]
+    assert costs == sorted(costs)

@@ -67,3 +67,37 @@ def test_spot_is_read_from_the_market_fields_each_cloud_defines():
     assert tencent.spot({"type": tc_t.INSTANCE, "inputs": {"instanceChargeType": "SPOTPAID"}})
     assert not tencent.spot({"type": tc_t.INSTANCE, "inputs": {"instanceChargeType": "POSTPAID_BY_HOUR"}})
     assert not tencent.spot({"type": tc_t.BUCKET, "inputs": {"instanceChargeType": "SPOTPAID"}})
+
+
+def test_spot_on_aws_instances_and_templates_and_alibaba_nodes():
+    """A launch template or an instance asks for spot through its market options, an Alibaba node through its spot
+    strategy; the same fields on another resource, or an on-demand value, launch nothing on spot."""
+    aws = reader_for(aws_t.LAUNCH_TEMPLATE)
+    for kind in (aws_t.LAUNCH_TEMPLATE, aws_t.INSTANCE):
+        assert aws.spot({"type": kind, "inputs": {"instanceMarketOptions": {"marketType": "spot"}}})
+        assert not aws.spot({"type": kind, "inputs": {"instanceMarketOptions": {"marketType": "capacity-block"}}})
+        assert not aws.spot({"type": kind, "inputs": {}})
+    assert not aws.spot({"type": aws_t.BUCKETS[0], "inputs": {"instanceMarketOptions": {"marketType": "spot"}}})
+    ali = reader_for(ali_t.INSTANCE)
+    for kind in ali_t.NODES:
+        assert ali.spot({"type": kind, "inputs": {"spotStrategy": "SpotAsPriceGo"}})
+        assert not ali.spot({"type": kind, "inputs": {"spotStrategy": "NoSpot"}})
+    assert not ali.spot({"type": ali_t.BUCKET, "inputs": {"spotStrategy": "SpotAsPriceGo"}})
+
+
+def test_an_efa_template_needs_its_primary_at_card_0_device_0():
+    """g4dn.12xlarge has one EFA: on card 0 but at device 1 it leaves no primary interface."""
+    nic = {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa"}
+    found = messages(aws_t.LAUNCH_TEMPLATE, {"instanceType": "g4dn.12xlarge", "networkInterfaces": [nic]},
+                     "fabric-layout")
+    assert found == ["the primary interface (card 0, device 0) must exist and must not be efa-only."], found
+    assert messages(aws_t.LAUNCH_TEMPLATE, {"instanceType": "g4dn.12xlarge",
+                                            "networkInterfaces": [nic | {"deviceIndex": 0}]}, "fabric-layout") == []
+
+
+def test_an_alibaba_instance_from_a_launch_template_is_judged_by_the_template():
+    """Its metadata mode is the template's (judged on the template itself); a plain instance carries its own."""
+    assert messages(ali_t.INSTANCE, {"launchTemplateId": "lt-1"}, "imdsv2-required") == []
+    assert messages(ali_t.INSTANCE, {}, "imdsv2-required") == [
+        "instance metadata must run in security-hardened mode (httpTokens: required)."]
+    assert messages(ali_t.INSTANCE, {"httpTokens": "required"}, "imdsv2-required") == []
