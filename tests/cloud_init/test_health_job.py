@@ -59,13 +59,13 @@ def test_a_node_already_named_leaves_without_joining_and_stops_its_agent(tmp_pat
 
 def _job(tmp_path: Path, module: str) -> subprocess.CompletedProcess:
     """``python -m MODULE`` as gpufleet-train starts it (from the code's root, cloud-init/ on PYTHONPATH, the plan's
-    health.json in GF_HEALTH_CONFIG), on a node the acceptance named in an earlier round."""
+    node.json in GF_HEALTH_CONFIG), on a node the acceptance named in an earlier round."""
     run_dir = tmp_path / "run"
     run_dir.mkdir(exist_ok=True)
     (run_dir / "acceptance-reason").write_text("acceptance-node:node0=1.2:min=4.5\n")
     env = {k: v for k, v in os.environ.items() if k not in ("TORCHELASTIC_RUN_ID", "PYTHONPATH")}
     env |= {"RUN": str(run_dir), "STATE": str(tmp_path / "state"), "BIN": str(tmp_path / "bin"),
-            "GF_HEALTH_CONFIG": str(write_health_json(tmp_path / "health.json")), "PYTHONPATH": f"{ROOT}/cloud-init"}
+            "GF_HEALTH_CONFIG": str(write_node_config(tmp_path / "node.json")), "PYTHONPATH": f"{ROOT}/cloud-init"}
     command = [sys.executable, "-m", module, "--model", "tiny", "--seq-len", "16", "--device", "cpu", "--steps", "1",
                "--kernels", "off", "--run-dir", str(tmp_path / module), "--progress", "false"]
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

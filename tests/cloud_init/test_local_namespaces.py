@@ -14,14 +14,19 @@ from node_cases import boot, plan_of
 from components.bundle import build, source_files
 from here.local.network import inside
 
+# The job the node's command hands its world to (health.run_job calls training.train.main): one all-reduce over the
+# nodes' eth0, each rank's sum written where the node points --checkpoint-dir.
 TRAIN = b"""import os, pathlib, sys, torch, torch.distributed as dist
-dist.init_process_group("gloo")
-t = torch.tensor([float(dist.get_rank() + 1)])
-dist.all_reduce(t)
-ckpt = pathlib.Path(sys.argv[sys.argv.index("--checkpoint-dir") + 1])
-ckpt.mkdir(parents=True, exist_ok=True)
-(ckpt / f"rank{dist.get_rank()}").write_text(f"{t.item()} {os.environ['GLOO_SOCKET_IFNAME']}")
-dist.destroy_process_group()
+def main(argv=None, form_world=None):
+    argv = sys.argv[1:] if argv is None else argv
+    dist.init_process_group("gloo")
+    t = torch.tensor([float(dist.get_rank() + 1)])
+    dist.all_reduce(t)
+    ckpt = pathlib.Path(argv[argv.index("--checkpoint-dir") + 1])
+    ckpt.mkdir(parents=True, exist_ok=True)
+    (ckpt / f"rank{dist.get_rank()}").write_text(f"{t.item()} {os.environ['GLOO_SOCKET_IFNAME']}")
+    dist.destroy_process_group()
+    return 0
 """
 SUBNET = "10.231.77"
 

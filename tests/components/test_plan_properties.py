@@ -61,7 +61,7 @@ def test_every_rank_gets_a_sequence_at_every_node_count(drawn):
         flags = dict(arg.split("=", 1) for arg in command[:command.index("-m")] if "=" in arg)
         assert flags["--nnodes"] == f"{scaling.nodes_min}:{scaling.nodes_max}"
         ranks = int(flags["--nproc-per-node"])
-        job = parse_args(list(command[command.index("training.train") + 1:command.index("--checkpoint-dir")]))
+        job = parse_args(list(command[command.index("health.run_job") + 1:command.index("--checkpoint-dir")]))
         for nodes in range(scaling.nodes_min, scaling.nodes_max + 1):
             assert nodes * ranks <= job.global_batch, (nodes, ranks, job.global_batch)
 
