@@ -83,6 +83,8 @@ def run(args) -> int:
     cost = document["cost"]
     hourly = "unknown (no public price)" if cost["hourly"] is None else f"${cost['hourly']:,.2f}/h"
     console.print(f"cost: {hourly} for {cost['nodes']} nodes (prices of {cost['priceDate']}, {cost['priceSource']})")
+    for nodes in document["outputs"].get("rollout", []):
+        console.print(f"on a change of code or settings: {nodes}")
     for warning in document["warnings"]:
         console.print(f"[yellow]warning[/yellow] {warning}")
     for violation in document["violations"]:

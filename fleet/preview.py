@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
+from google.protobuf import json_format
 from pulumi.runtime import mocks as pulumi_mocks
 
 from components.clouds import CLOUDS
@@ -132,6 +133,8 @@ def _options(request) -> dict[str, Any]:
         "ignoreChanges": list(request.ignoreChanges),
         "additionalSecretOutputs": list(request.additionalSecretOutputs),
         "replaceOnChanges": list(request.replaceOnChanges),
+        "replacementTrigger": (json_format.MessageToDict(request.replacement_trigger)
+                               if request.HasField("replacement_trigger") else None),
         "retainOnDelete": request.retainOnDelete,
     }
     return {key: value for key, value in options.items() if value not in (None, "", [], False) or key == "custom"}

@@ -35,7 +35,8 @@ cloud_mark_unhealthy() { # REASON: tagged; and, launched by ESS, reported unheal
   api ecs TagResources RegionId="$GF_REGION" ResourceType=instance ResourceId.1="$id" \
     Tag.1.Key=gpufleet:health Tag.1.Value="failed:$1" >/dev/null
   if [ "$GF_IN_SCALING_GROUP" != 1 ]; then
-    log "an instance the stack declares, in no scaling group: tagged only; \`pulumi up\` replaces it"
+    log "an instance the stack declares, in no scaling group: tagged only; \`pulumi up --replace\` on its" \
+      "resource (named as the instance) replaces it (docs/cloud-facts.md#rollout-replacement)"
     return 0
   fi
   api ess SetInstanceHealth RegionId="$GF_REGION" InstanceId="$id" HealthStatus=Unhealthy >/dev/null
@@ -62,5 +63,7 @@ cloud_group_leaving() { return 1; } # no termination hook on its groups: only th
 cloud_warmed() { return 1; } # no warm pool: an instance is in service once it runs
 
 cloud_complete_drain() { return 0; }
+
+cloud_complete_launch() { return 0; } # no warm pool, so no launching hook
 
 cloud_publish_gpu_util() { return 0; } # no scaling on GPU utilisation here

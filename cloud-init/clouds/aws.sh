@@ -14,6 +14,11 @@ cloud_mark_unhealthy() { # REASON
   local id
   id="$(meta "$GF_METADATA_URL/instance-id")"
   aws_cli ec2 create-tags --region "$GF_REGION" --resources "$id" --tags "Key=gpufleet:health,Value=failed:$1"
+  if [ "$GF_IN_SCALING_GROUP" != 1 ]; then # the head: in no group, so no group to tell
+    log "an instance the stack declares, in no scaling group: tagged only; \`pulumi up --replace\` on its" \
+      "resource (named as the instance) replaces it (docs/cloud-facts.md#rollout-replacement)"
+    return 0
+  fi
   aws_cli autoscaling set-instance-health --region "$GF_REGION" --instance-id "$id" --health-status Unhealthy \
     --no-should-respect-grace-period
 }
@@ -43,7 +48,7 @@ cloud_warmed() { # prints the state and succeeds while the instance waits in its
     && printf '%s\n' "$state"
 }
 
-cloud_complete_drain() { # HOOK: lets the group's termination go on now that the checkpoint is in the bucket
+complete_hook() { # HOOK: completes this instance's pending lifecycle action of the hook with CONTINUE
   local id group
   id="$(meta "$GF_METADATA_URL/instance-id")"
   group="$(aws_cli autoscaling describe-auto-scaling-instances --region "$GF_REGION" --instance-ids "$id" \
@@ -52,6 +57,10 @@ cloud_complete_drain() { # HOOK: lets the group's termination go on now that the
     --lifecycle-hook-name "$1" --instance-id "$id" --lifecycle-action-result CONTINUE
   log "completed $1 for $id in $group"
 }
+
+cloud_complete_drain() { complete_hook "$1"; } # HOOK: the checkpoint is in the bucket, the termination goes on
+
+cloud_complete_launch() { complete_hook "$1"; } # HOOK: the bootstrap is done, the launch goes on
 
 cloud_publish_gpu_util() { # PERCENT: the cluster's one series, which the worker group's target tracking reads
   aws_cli cloudwatch put-metric-data --region "$GF_REGION" --namespace gpufleet --metric-name GPUUtilization \

@@ -38,4 +38,6 @@ cloud_warmed() { return 1; } # no warm pool: an instance is in service once it r
 
 cloud_complete_drain() { return 0; }
 
+cloud_complete_launch() { return 0; } # no warm pool, so no launching hook
+
 cloud_publish_gpu_util() { return 0; } # no scaling on GPU utilisation here

@@ -32,13 +32,19 @@ api() { # cvm|as ACTION 'JSON': Tencent Cloud's API (tencentcloud_api.py) signed
 cloud_mark_unhealthy() { # REASON (kept in the health metric): the AS group replaces what it no longer holds
   local id group
   if [ "$GF_IN_SCALING_GROUP" != 1 ]; then
-    log "an instance the stack declares, in no AS group: reported in its metrics only; \`pulumi up\` replaces it"
+    log "an instance the stack declares, in no AS group: reported in its metrics only; \`pulumi up --replace\` on its" \
+      "resource (named as the instance) replaces it (docs/cloud-facts.md#rollout-replacement)"
     return 0
   fi
   id="$(meta "$GF_METADATA_URL/instance-id")"
   group="$(api as DescribeAutoScalingInstances "{\"InstanceIds\": [\"$id\"]}" \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["AutoScalingInstanceSet"][0]["AutoScalingGroupId"])')"
-  api as RemoveInstances "{\"AutoScalingGroupId\": \"$group\", \"InstanceIds\": [\"$id\"]}" >/dev/null
+  # Refused when it would leave the group below its minimum (docs/cloud-facts.md#rollout-replacement): then the
+  # node powers off, and the group's health check, finding it unreachable, replaces it (replace_monitor_unhealthy).
+  if ! api as RemoveInstances "{\"AutoScalingGroupId\": \"$group\", \"InstanceIds\": [\"$id\"]}" >/dev/null; then
+    log "the AS group is at its minimum: powering off so that its health check replaces this instance"
+    systemctl --no-block poweroff
+  fi
 }
 
 cloud_addresses() { # the private addresses of the cluster's running nodes, one per line
@@ -71,5 +77,7 @@ cloud_group_leaving() { return 1; } # no termination hook on its groups: only th
 cloud_warmed() { return 1; } # no warm pool: an instance is in service once it runs
 
 cloud_complete_drain() { return 0; }
+
+cloud_complete_launch() { return 0; } # no warm pool, so no launching hook
 
 cloud_publish_gpu_util() { return 0; } # no scaling on GPU utilisation here

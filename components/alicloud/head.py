@@ -6,7 +6,7 @@ import pulumi
 import pulumi_alicloud as alicloud
 
 from components.alicloud.nodes import NodeArgs, ecs_node
-from components.plan.model import RolePlan
+from components.plan.model import HEAD, RolePlan
 
 # The plan's placement kinds as deployment set strategies.
 STRATEGY = {"cluster": "LowLatency"}
@@ -25,6 +25,6 @@ class AliHead(pulumi.ComponentResource):
             # The plan's deployment set: one network topology in one zone for the nodes that join it.
             self.deployment_set = alicloud.ecs.EcsDeploymentSet(f"{name}-ds", deployment_set_name=f"{name}-ds",
                                                                 strategy=STRATEGY[placement.kind], opts=child)
-        self.instance = ecs_node(f"{name}-head", args, role, spot=False, opts=child, private_ip=address,
+        self.instance = ecs_node(f"{name}-head", args, role, nodes=HEAD, spot=False, opts=child, private_ip=address,
                                  deployment_set_id=self.deployment_set.id if self.deployment_set else None)
         self.register_outputs({"instanceId": self.instance.id})

@@ -9,8 +9,10 @@ import pulumi
 import pulumi_alicloud as alicloud
 
 from components.plan.model import ClusterPlan, ImagePlan, Interface, MarketPlan, PlacementPlan, RolePlan
+from components.plan.rollout import RolloutPlan, rollout_of
 from components.realizers.encoding import gzip_base64
 from components.realizers.images import image_ignore_changes
+from components.realizers.rollout import node_options
 
 # eRDMA interfaces are ENIs in HighPerformance mode; every other interface is a Standard ENI.
 TRAFFIC_MODE = {"erdma": "HighPerformance"}
@@ -29,6 +31,7 @@ class NodeArgs:
     mtu: int
     market: MarketPlan
     placements: tuple[PlacementPlan, ...]
+    rollout: tuple[RolloutPlan, ...]
     vswitch_id: pulumi.Input[str]
     group_id: pulumi.Input[str]
     role_name: pulumi.Input[str]
@@ -38,7 +41,8 @@ class NodeArgs:
            role_name: pulumi.Input[str]) -> NodeArgs:
         return cls(instance_type=plan.instance.name, image=plan.image, interfaces=plan.fabric.interfaces,
                    root_volume_gb=plan.storage.root_volume_gb, zone=plan.zone, mtu=plan.network.mtu,
-                   market=plan.market, placements=plan.placements, vswitch_id=vswitch_id, group_id=group_id,
+                   market=plan.market, placements=plan.placements, rollout=plan.rollout, vswitch_id=vswitch_id,
+                   group_id=group_id,
                    role_name=role_name)
 
     def placements_of(self, role: RolePlan) -> tuple[PlacementPlan, ...]:
@@ -76,11 +80,13 @@ def _reservation(market: MarketPlan) -> dict:
     return {"private_pool_options_match_criteria": "Target", "private_pool_options_id": market.reservation_id}
 
 
-def ecs_node(resource_name: str, args: NodeArgs, role: RolePlan, *, spot: bool, opts: pulumi.ResourceOptions,
-             private_ip: str | None = None,
+def ecs_node(resource_name: str, args: NodeArgs, role: RolePlan, *, nodes: str, spot: bool,
+             opts: pulumi.ResourceOptions, private_ip: str | None = None,
              deployment_set_id: pulumi.Input[str] | None = None) -> alicloud.ecs.Instance:
     """One node as an ECS instance: hardened metadata, encrypted disk, jumbo frames for the plan's MTU, the node
-    role, and the plan's ERIs (an ESS configuration cannot carry ERIs: docs/cloud-facts.md#alibaba-provider-rules)."""
+    role, and the plan's ERIs (an ESS configuration cannot carry ERIs: docs/cloud-facts.md#alibaba-provider-rules).
+    Replaced when its user-data changes: the provider would update it in place and reboot, which re-runs no
+    bootstrap (docs/cloud-facts.md#rollout-alibaba); `nodes` names its set in the plan's rollout."""
     tags = role.tag_map
     # The node: no public address, hardened metadata, jumbo frames when the plan's MTU needs them.
     instance = alicloud.ecs.Instance(
@@ -89,8 +95,9 @@ def ecs_node(resource_name: str, args: NodeArgs, role: RolePlan, *, spot: bool, 
         private_ip=private_ip, instance_charge_type="PostPaid", internet_max_bandwidth_out=0, http_endpoint="enabled",
         http_tokens="required", enable_jumbo_frame=args.mtu > 1500, user_data=gzip_base64(role.user_data),
         deployment_set_id=deployment_set_id, tags=tags, volume_tags=tags,
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
-            ignore_changes=image_ignore_changes(args.image))),
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions.merge(
+            node_options(rollout_of(args.rollout, nodes), "userData"),
+            pulumi.ResourceOptions(ignore_changes=image_ignore_changes(args.image)))),
         **disk_args(args), **_market(args.market, spot), **_reservation(args.market))
     # The node role on the node.
     alicloud.ecs.RamRoleAttachment(f"{resource_name}-role", instance_id=instance.id, ram_role_name=args.role_name,

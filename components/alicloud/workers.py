@@ -10,6 +10,7 @@ from components.alicloud.nodes import NodeArgs, disk_args, ecs_node
 from components.plan.model import SPOT, MarketPlan, RolePlan, WorkerGroupPlan
 from components.realizers.encoding import gzip_base64
 from components.realizers.images import image_ignore_changes
+from components.realizers.rollout import group_options
 
 
 def _spot(market: MarketPlan, instance_type: str) -> dict:
@@ -46,7 +47,10 @@ class AliWorkers(pulumi.ComponentResource):
             multi_az_policy=market.spot_strategy, on_demand_base_capacity=market.on_demand_base,
             on_demand_percentage_above_base_capacity=100 - market.spot_percent, spot_instance_pools=1,
             health_check_type="ECS", removal_policies=["NewestInstance", "OldestScalingConfiguration"], tags=tags,
-            opts=child)
+            # Made anew, with its workers, whenever their user-data changes: a new scaling configuration reaches
+            # only new instances, and ESS's instance refresh takes neither this cost-optimised group nor a
+            # scaling configuration (docs/cloud-facts.md#rollout-alibaba).
+            opts=pulumi.ResourceOptions.merge(child, group_options(role.user_data)))
         # What a worker is: the type, image, encrypted disk, security group, role and user-data. pulumi_alicloud
         # 4.0.0's ESS configuration has http_endpoint but no http_tokens: hardened IMDS needs an ECS instance.
         alicloud.ess.ScalingConfiguration(
@@ -66,8 +70,8 @@ def worker_instances(name: str, args: NodeArgs, role: RolePlan, groups: tuple[Wo
     """Each `instances` plan group's desired count of ECS nodes, numbered across the groups in their order; the
     on-demand ones join the plan's deployment set, which takes no spot instance
     (docs/cloud-facts.md#alibaba-placement)."""
-    markets = [group.market == SPOT for group in groups for _ in range(group.desired)]
+    members = [(group.name, group.market == SPOT) for group in groups for _ in range(group.desired)]
     joins = bool(args.placements_of(role))
-    return [ecs_node(f"{name}-worker-{index}", args, role, spot=spot, opts=opts,
+    return [ecs_node(f"{name}-worker-{index}", args, role, nodes=nodes, spot=spot, opts=opts,
                      deployment_set_id=deployment_set_id if joins and not spot else None)
-            for index, spot in enumerate(markets)]
+            for index, (nodes, spot) in enumerate(members)]

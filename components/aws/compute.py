@@ -164,14 +164,24 @@ class AwsCompute(pulumi.ComponentResource):
         refresh = ({"instance_refresh": {"strategy": "Rolling", "preferences": {
             "min_healthy_percentage": lifecycle.refresh_min_healthy_percent}}}
             if lifecycle.refresh_min_healthy_percent is not None else {})
+        if lifecycle.launch_hook is not None:
+            # A warm pool's instance is held (Warmed:Pending:Wait, and again at Pending:Wait when it leaves the
+            # pool) until its node completes this hook once its bootstrap is done: the pool would stop it mid-way
+            # (docs/cloud-facts.md#rollout-aws-warm-pool). Only at creation do hooks reach the first instances.
+            warm_pool["initial_lifecycle_hooks"] = [{
+                "name": lifecycle.launch_hook.hook, "lifecycle_transition": "autoscaling:EC2_INSTANCE_LAUNCHING",
+                "heartbeat_timeout": lifecycle.launch_hook.timeout_s, "default_result": "ABANDON"}]
+        # A scaling policy owns the group's size: `pulumi up` sets none, so it never puts back the size the policy
+        # chose (docs/cloud-facts.md#rollout-aws-desired).
+        size = {} if args.gpu_util_target is not None else {"desired_capacity": workers.desired}
         # Workers: bounded by the plan, rolled when their launch template (user-data, code hash) changes: the pinned
         # version changes with it, and a change of the launch template starts the instance refresh.
         group = aws.autoscaling.Group(
             f"{name}-{workers.name}", min_size=workers.min_size, max_size=workers.max_size,
-            desired_capacity=workers.desired, vpc_zone_identifiers=[args.subnet_id],
+            vpc_zone_identifiers=[args.subnet_id],
             health_check_type="EC2", health_check_grace_period=lifecycle.health_grace_s,
             tags=[{"key": key, "value": value, "propagate_at_launch": True} for key, value in role.tags],
-            opts=pulumi.ResourceOptions(parent=self), **capacity, **warm_pool, **refresh)
+            opts=pulumi.ResourceOptions(parent=self), **size, **capacity, **warm_pool, **refresh)
         if lifecycle.drain is not None:
             # Checkpoint before leaving: termination waits for the node's spot watcher (or the drain's timeout).
             aws.autoscaling.LifecycleHook(
@@ -180,11 +190,13 @@ class AwsCompute(pulumi.ComponentResource):
                 heartbeat_timeout=lifecycle.drain.timeout_s, default_result="CONTINUE",
                 opts=pulumi.ResourceOptions(parent=self))
         if args.gpu_util_target is not None:
-            # Scale on the average GPU utilisation the nodes publish.
+            # Scale out on the average GPU utilisation the nodes publish, never in: a busy job's GPUs stay near full
+            # whatever its size, and a scale-in takes a rank from the running job
+            # (docs/cloud-facts.md#rollout-gpu-target).
             aws.autoscaling.Policy(
                 f"{name}-gpu-util", autoscaling_group_name=group.name, policy_type="TargetTrackingScaling",
                 target_tracking_configuration={
-                    "target_value": args.gpu_util_target,
+                    "target_value": args.gpu_util_target, "disable_scale_in": True,
                     "customized_metric_specification": {
                         **GPU_METRIC, "metric_dimensions": [{"name": "Cluster", "value": args.cluster}]}},
                 opts=pulumi.ResourceOptions(parent=self))

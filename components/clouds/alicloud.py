@@ -32,6 +32,7 @@ from components.plan.model import (
     HEAD,
     INSTANCES,
     ROLES,
+    SCALING_GROUP,
     WORKER,
     CodeUpload,
     MarketPlan,
@@ -39,6 +40,7 @@ from components.plan.model import (
     ScalingPlan,
 )
 from components.plan.placement import PlacementAsk
+from components.plan.rollout import GROUP_REPLACE, REPLACE
 from components.plan.workers import mixed_group, per_market
 from components.stackfile import CLUSTER_KEY
 
@@ -192,6 +194,10 @@ ALICLOUD = CloudProfile(
     code_upload=code_upload,
     placement=placement,
     worker_groups=worker_groups,
+    # ECS instances are replaced when their user-data changes (Pulumi replaceOnChanges: the provider updates it in
+    # place, which re-runs no bootstrap); the ESS group is replaced whole, since ESS's instance refresh takes no
+    # cost-optimised group nor a scaling configuration (docs/cloud-facts.md#rollout-alibaba).
+    rollout=MappingProxyType({INSTANCES: REPLACE, SCALING_GROUP: GROUP_REPLACE}),
     rules=(erdma_fixed_size,),
     hub_mirror_advice=hub_mirror_advice,
 )

@@ -12,8 +12,9 @@ from components.clouds.base import AutoImage, CloudProfile
 from components.clouds.permissions import ANY, METRIC, OWN_GROUPS, OWN_INSTANCES, SESSION, api_call, store_calls
 from components.errors import Problem
 from components.limits import ON_CLOUDS, CloudLimits, TagRules
+from components.plan import rollout
 from components.plan.lifecycle import DRAIN, HEAD_REPLACED, HEALTH_GRACE, REBALANCE, REFRESH
-from components.plan.model import ROLES, PlacementPlan
+from components.plan.model import INSTANCES, ROLES, SCALING_GROUP, PlacementPlan
 from components.plan.placement import PlacementAsk
 from components.stackfile import CLUSTER_KEY
 
@@ -145,5 +146,8 @@ AWS = CloudProfile(
     # (docs/cloud-facts.md#aws-launch-template-versions); a group's termination hook holds a leaving worker until it
     # has checkpointed (docs/cloud-facts.md#aws-drain-hook).
     lifecycle=frozenset({HEALTH_GRACE, REFRESH, REBALANCE, HEAD_REPLACED, DRAIN}),
+    # The head, on a pinned launch template version, is a new instance at each new version; the group's
+    # instance_refresh rolls its workers when their launch template changes (docs/cloud-facts.md#rollout-aws).
+    rollout=MappingProxyType({INSTANCES: rollout.REPLACE, SCALING_GROUP: rollout.REFRESH}),
     rules=(no_ssh,),
 )

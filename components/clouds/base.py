@@ -136,6 +136,9 @@ class CloudProfile:
         one_group)
     # Lifecycle settings its groups offer (components/plan/lifecycle.py).
     lifecycle: frozenset[str] = frozenset()
+    # How a change of user-data reaches running nodes, by form (INSTANCES: the head and fixed workers;
+    # SCALING_GROUP): components/plan/rollout.py; empty where `pulumi up` makes no nodes.
+    rollout: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     nat_egress: bool = True  # nodes leave through a NAT gateway (the local cluster has none)
     # Egress the cloud's own services need where its security groups deny what no rule allows (DNS, NTP).
     service_egress: tuple[FirewallRule, ...] = ()

@@ -40,6 +40,7 @@ from components.plan.model import (
     ScalingPlan,
 )
 from components.plan.placement import PlacementAsk
+from components.plan.rollout import REPLACE, RESET_REFRESH
 from components.plan.workers import per_market
 from components.stackfile import CLUSTER_KEY
 
@@ -214,6 +215,10 @@ TENCENTCLOUD = CloudProfile(
     account_in_bucket=True,
     placement=placement,
     worker_groups=worker_groups,
+    # CVM instances are replaced when their user-data changes (the provider's user_data_replace_on_change); an AS
+    # group's instance refresh reinstalls its workers one at a time from the new configuration
+    # (docs/cloud-facts.md#rollout-tencent).
+    rollout=MappingProxyType({INSTANCES: REPLACE, SCALING_GROUP: RESET_REFRESH}),
     rules=(international_spot, spot_price, hcc, bucket_name),
     service_egress=SERVICE_EGRESS,
     registry_mirror="https://mirror.ccs.tencentyun.com",  # docs/cloud-facts.md#tencent-registry-mirror

@@ -20,6 +20,10 @@ STANDBY_STATE = "stopped"
 # checkpoint and push before the group goes on anyway.
 DRAIN_HOOK = "gpufleet-drain"
 DRAIN_TIMEOUT_S = 600
+# The launching hook a warm pool's workers complete once their bootstrap is done (gpufleet-node), and how long a
+# bootstrap may take: the bundle fetch, the driver stack on a plain image, the gate (HEALTH_GRACE_S).
+LAUNCH_HOOK = "gpufleet-launch"
+LAUNCH_TIMEOUT_S = HEALTH_GRACE_S
 HEAD_REPLACEMENT = ("the head is replaced (deleted first, so its fixed address is free) whenever its launch template "
                     "gets a new version; the job stops with a checkpoint and resumes from it on the new head")
 
@@ -32,4 +36,5 @@ def plan_lifecycle(features: frozenset[str], market: MarketPlan, standby: int) -
         capacity_rebalance=REBALANCE in features and market.uses_spot,
         standby=standby, standby_state=STANDBY_STATE if standby else None,
         drain=DrainPlan(DRAIN_HOOK, DRAIN_TIMEOUT_S) if DRAIN in features else None,
+        launch_hook=DrainPlan(LAUNCH_HOOK, LAUNCH_TIMEOUT_S) if standby else None,
         head_replacement=HEAD_REPLACEMENT if HEAD_REPLACED in features else None)

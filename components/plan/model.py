@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from components.catalog import InstanceType
 from components.plan.node import NodePlan, SoftwarePlan
+
+if TYPE_CHECKING:
+    from components.plan.rollout import RolloutPlan
 
 HEAD, WORKER = "head", "worker"
 ROLES = (HEAD, WORKER)
@@ -153,8 +157,9 @@ def in_scaling_groups(workers: tuple[WorkerGroupPlan, ...]) -> bool:
 
 @dataclass(frozen=True)
 class DrainPlan:
-    """A termination hook on each worker group: a worker the group takes away (scale-in, rebalance, refresh,
-    unhealthy) waits until its spot watcher has checkpointed and completed the hook, at most `timeout_s`."""
+    """A lifecycle hook on each worker group. The termination one: a worker the group takes away (scale-in,
+    rebalance, refresh, unhealthy) waits until its spot watcher has checkpointed and completed the hook, at most
+    `timeout_s`. The launching one: a new worker waits until its bootstrap is done and it completed the hook."""
 
     hook: str  # the hook's name, which the node's spot watcher completes (cloud-init/bin/gpufleet-spot)
     timeout_s: int
@@ -170,6 +175,8 @@ class LifecyclePlan:
     standby: int  # stopped nodes kept warm for fast scale-out
     standby_state: str | None  # "stopped"
     drain: DrainPlan | None  # workers checkpoint before the group terminates them
+    # With a warm pool: a launching hook that holds each new worker until its node completes it, bootstrap done.
+    launch_hook: DrainPlan | None
     # Where a change to the head's launch settings replaces the head: how, as the preview says. It is deleted before
     # its successor is created, since both would ask for the same fixed address. None: the head is updated in place.
     head_replacement: str | None
@@ -279,6 +286,7 @@ class ClusterPlan:
     scaling: ScalingPlan
     workers: tuple[WorkerGroupPlan, ...]
     lifecycle: LifecyclePlan
+    rollout: tuple[RolloutPlan, ...]  # how a change reaches the running head and each worker group
     storage: StoragePlan
     head: RolePlan
     worker: RolePlan

@@ -84,6 +84,9 @@ class NodePlan:
     # The worker group's termination hook (LifecyclePlan.drain): the spot watcher completes it once the checkpoint is
     # in the bucket; "" = none.
     drain_hook: str
+    # The warm pool's launching hook (LifecyclePlan.launch_hook): completed once the node is installed (entering the
+    # pool) and once its gate passed (leaving it); "" = none.
+    launch_hook: str
     spot_notice_url: str  # the cloud's spot notice endpoint (CloudProfile); local: the fake metadata's
     spot_poll_s: int  # how often the watcher polls it
     spot_grace_s: int  # how long after a notice the watcher has to push the checkpoint

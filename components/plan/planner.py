@@ -32,6 +32,7 @@ from components.plan.model import (
 from components.plan.network import plan_network
 from components.plan.node import NodePlan
 from components.plan.placement import ask_of
+from components.plan.rollout import plan_rollout
 from components.plan.software import plan_software
 from components.plan.userdata import METRICS_PORTS, Job, plan_node
 from components.rules import ranks_per_node
@@ -142,6 +143,7 @@ def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None, *, boo
         name=name, stack=stack, cloud=spec.cloud, region=spec.region, zone=spec.zone, instance=row, image=image,
         software=software, network=network, firewall=firewall, fabric=fabric, placements=placements, market=market,
         scaling=scaling, workers=workers,
-        lifecycle=lifecycle, storage=storage, head=head,
+        lifecycle=lifecycle, rollout=plan_rollout(cloud.rollout, workers, lifecycle.refresh_min_healthy_percent),
+        storage=storage, head=head,
         worker=worker, ranks_per_node=ranks, cost=plan_cost(cloud, row.price_usd_per_hour, market, scaling),
         tags=tags)

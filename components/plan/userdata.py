@@ -80,6 +80,7 @@ def plan_node(spec: ClusterSpec, cloud: CloudProfile, row: InstanceType, role: s
         spot=worker and market.uses_spot,
         # Workers are the group's to take away: each one completes the group's termination hook once it checkpointed.
         drain_hook=lifecycle.drain.hook if worker and lifecycle.drain else "",
+        launch_hook=lifecycle.launch_hook.hook if worker and lifecycle.launch_hook else "",
         spot_notice_url=cloud.spot_notice_url, spot_poll_s=SPOT_POLL_S, spot_grace_s=SPOT_GRACE_S,
         # Where the workers scale on GPU utilisation, every node (head and workers) writes the cluster's one series.
         gpu_metric=spec.autoscaling.gpu_util_target is not None,

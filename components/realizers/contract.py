@@ -40,6 +40,7 @@ class PlanOutputs(TypedDict):
     hourlyCostUsd: float | None
     onDemandHourlyUsd: float | None
     headReplacement: str | None  # when a change replaces the head (LifecyclePlan.head_replacement); None: never
+    rollout: list[str]  # what a change of code or settings does to each set of nodes (RolloutPlan.how)
     nodes: int
     software: dict[str, Any]  # the software matrix the nodes hold to
     failureBudget: dict[str, Any]  # where a stopped replacement loop shows

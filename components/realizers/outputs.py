@@ -19,6 +19,7 @@ def plan_outputs(plan: ClusterPlan) -> PlanOutputs:
         hourlyCostUsd=plan.cost.expected_hourly,
         onDemandHourlyUsd=plan.cost.on_demand_hourly,
         headReplacement=plan.lifecycle.head_replacement,
+        rollout=[nodes.how for nodes in plan.rollout],
         nodes=plan.scaling.nodes_desired,
         software=json.loads(plan.software.to_json()),
         failureBudget={"nodes": FAILURE_BUDGET, "permanentReasons": list(PERMANENT_FAILURES),

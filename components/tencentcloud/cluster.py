@@ -7,7 +7,7 @@ from typing import Any
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.plan.model import INSTANCES, SCALING_GROUP, ClusterPlan, in_scaling_groups
+from components.plan.model import HEAD, INSTANCES, SCALING_GROUP, ClusterPlan, in_scaling_groups
 from components.realizers.contract import ClusterOutputs, PlacementOutput, WorkerGroupOutput
 from components.realizers.outputs import plan_outputs
 from components.tencentcloud.groups import TcWorkerGroups
@@ -57,7 +57,7 @@ class TcCluster(pulumi.ComponentResource):
                           spread_group_id=joined("spread"))
         nodes = NodeArgs.of(plan)
         # The head: never spot, at the fixed address every worker rendezvouses with.
-        head = cvm_instance(f"{name}-head", nodes, plan.head, where, spot=False, opts=child,
+        head = cvm_instance(f"{name}-head", nodes, plan.head, where, nodes=HEAD, spot=False, opts=child,
                             private_ip=plan.network.head_address)
         fixed = tuple(g for g in plan.workers if g.form == INSTANCES)
         scaled = tuple(g for g in plan.workers if g.form == SCALING_GROUP)

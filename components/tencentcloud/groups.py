@@ -7,9 +7,14 @@ import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
 from components.plan.model import SPOT, RolePlan, WorkerGroupPlan
+from components.plan.rollout import REFRESH_BATCH
 from components.realizers.encoding import gzip_base64
 from components.realizers.images import image_ignore_changes
+from components.realizers.rollout import group_options
 from components.tencentcloud.nodes import SYSTEM_DISK, NodeArgs, Placement, market_args
+
+# The refresh waits for every worker's reinstall and gate, one at a time; the provider's default is 5 minutes.
+REFRESH_TIMEOUT = "6h"
 
 
 class TcWorkerGroups(pulumi.ComponentResource):
@@ -37,5 +42,18 @@ class TcWorkerGroups(pulumi.ComponentResource):
                 f"{name}-{group.name}-workers", scaling_group_name=f"{name}-{group.name}", configuration_id=config.id,
                 min_size=group.min_size, desired_capacity=group.desired, max_size=group.max_size,
                 vpc_id=where.vpc_id, subnet_ids=[where.subnet_id], retry_policy="INCREMENTAL_INTERVALS", tags=tags,
-                opts=child)
+                # A node that fails its gate at the group's minimum, where RemoveInstances is refused, powers off;
+                # the ping check finds it unreachable and the group launches its successor
+                # (docs/cloud-facts.md#rollout-replacement).
+                health_check_type="CVM", replace_monitor_unhealthy=True, replace_mode="RECREATE", opts=child)
+            # The group's instance refresh, started anew whenever the workers' user-data changes: it reinstalls
+            # them one at a time from the configuration, with the new user-data (a launch configuration reaches
+            # only new instances: docs/cloud-facts.md#rollout-tencent).
+            tencentcloud.as_.StartInstanceRefresh(
+                f"{name}-{group.name}-refresh", auto_scaling_group_id=self.groups[group.name].id,
+                refresh_mode="ROLLING_UPDATE_RESET", refresh_settings={"rolling_update_settings": {
+                    "batch_number": REFRESH_BATCH, "batch_pause": "AUTOMATIC", "fail_process": "AUTO_PAUSE"}},
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions.merge(
+                    group_options(role.user_data), pulumi.ResourceOptions(
+                        depends_on=[config], custom_timeouts=pulumi.CustomTimeouts(create=REFRESH_TIMEOUT)))))
         self.register_outputs({market: group.id for market, group in self.groups.items()})

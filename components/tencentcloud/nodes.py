@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components.plan.model import ClusterPlan, ImagePlan, MarketPlan
+from components.plan.rollout import RolloutPlan
 
 SYSTEM_DISK = "CLOUD_SSD"
 ON_DEMAND = "POSTPAID_BY_HOUR"
@@ -32,11 +33,12 @@ class NodeArgs:
     root_volume_gb: int
     zone: str
     market: MarketPlan
+    rollout: tuple[RolloutPlan, ...]
 
     @classmethod
     def of(cls, plan: ClusterPlan) -> NodeArgs:
         return cls(instance_type=plan.instance.name, image=plan.image, root_volume_gb=plan.storage.root_volume_gb,
-                   zone=plan.zone, market=plan.market)
+                   zone=plan.zone, market=plan.market, rollout=plan.rollout)
 
 
 @dataclass(frozen=True)

@@ -47,3 +47,24 @@ def test_clouds_without_the_settings_get_none():
         lifecycle = shipped(name).lifecycle
         assert (lifecycle.health_grace_s, lifecycle.refresh_min_healthy_percent, lifecycle.capacity_rebalance) == (
             None, None, False), name
+
+
+def test_a_scaling_policy_owns_the_aws_group_size_and_never_scales_in():
+    """With a GPU-utilisation target, `pulumi up` sets no size (it would put back what the policy chose) and the
+    policy never takes a rank from the running job (docs/cloud-facts.md#rollout-gpu-target)."""
+    preview = run_program(load_stack_file(PROJECT_ROOT / "stacks" / "Pulumi.aws-p5.yaml"))
+    group = next(r["inputs"] for r in preview.resources if r["type"] == "aws:autoscaling/group:Group")
+    policies = [r["inputs"] for r in preview.resources if r["type"] == "aws:autoscaling/policy:Policy"]
+    assert policies and all(p["targetTrackingConfiguration"]["disableScaleIn"] is True for p in policies)
+    assert "desiredCapacity" not in group
+    assert asg("aws-p4d-capacity-block")["desiredCapacity"] == shipped("aws-p4d-capacity-block").workers[0].desired
+
+
+def test_a_warm_pool_holds_each_worker_at_a_launching_hook_its_node_completes():
+    plan = shipped("aws-g4dn-dev")
+    hook = plan.lifecycle.launch_hook
+    assert asg("aws-g4dn-dev")["initialLifecycleHooks"] == [{
+        "name": hook.hook, "lifecycleTransition": "autoscaling:EC2_INSTANCE_LAUNCHING",
+        "heartbeatTimeout": hook.timeout_s, "defaultResult": "ABANDON"}]
+    assert f"GF_LAUNCH_HOOK='{hook.hook}'" in plan.worker.user_data
+    assert shipped("aws-p5").lifecycle.launch_hook is None and "initialLifecycleHooks" not in asg("aws-p5")

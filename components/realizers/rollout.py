@@ -1,0 +1,30 @@
+"""Resource options that carry a set of nodes' rollout (components/plan/rollout.py) to Pulumi: which input change
+replaces a node, whether the old one goes first, and what re-runs a group's one-shot refresh."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pulumi
+
+from components.plan.rollout import REPLACE, RolloutPlan
+
+
+def user_data_trigger(user_data: str) -> str:
+    """A short hash of a role's user-data: it changes exactly when the user-data does (code hash, settings)."""
+    return hashlib.sha256(user_data.encode()).hexdigest()[:16]
+
+
+def node_options(rollout: RolloutPlan, user_data_input: str | None) -> pulumi.ResourceOptions:
+    """A node `pulumi up` replaces: on a change of `user_data_input` (Pulumi's replaceOnChanges, where the provider
+    would update it in place; None where the provider's own rule replaces it), deleted first if it must be."""
+    if rollout.mechanism != REPLACE:
+        raise ValueError(f"{rollout.nodes} is not replaced by `pulumi up` but by {rollout.mechanism}")
+    return pulumi.ResourceOptions(replace_on_changes=[user_data_input] if user_data_input else None,
+                                  delete_before_replace=rollout.delete_first)
+
+
+def group_options(user_data: str) -> pulumi.ResourceOptions:
+    """A group, or a group's one-shot refresh, that `pulumi up` makes anew whenever its role's user-data changes
+    (Pulumi's replacementTrigger), deleted first: its name is fixed."""
+    return pulumi.ResourceOptions(replacement_trigger=user_data_trigger(user_data), delete_before_replace=True)
