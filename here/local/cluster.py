@@ -235,6 +235,7 @@ def _terminate_noticed(run: _Run, procs: dict, terminate_at: dict) -> None:
     (torchrun's exit barrier would wait for the job's other nodes for minutes)."""
     for node in run.lay.nodes:
         if node.name not in procs or not progress.left_on_notice(node):
+            terminate_at.pop(node.name, None)  # gone, or a fresh machine: a later notice starts a fresh warning
             continue
         when = terminate_at.setdefault(node.name, time.time() + SPOT_WARNING_S)
         if time.time() >= when:

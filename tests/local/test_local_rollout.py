@@ -94,9 +94,9 @@ def checkout_copy(into: Path) -> Path:
 
 @needs_root
 def test_fleet_up_after_a_code_change_rolls_the_workers_one_at_a_time_while_the_job_goes_on(tmp_path):
-    steps = 900
+    steps = 4000  # about two minutes of training here: the roll (about 25 s a worker) ends well before the job
     checkout = checkout_copy(tmp_path / "checkout")
-    path = stack(tmp_path, f"lr-roll-{os.getpid()}", job=JOB | {"steps": steps, "checkpointEvery": 300})
+    path = stack(tmp_path, f"lr-roll-{os.getpid()}", job=JOB | {"steps": steps, "checkpointEvery": 1000})
     fleet = [sys.executable, "-m", "fleet"]
     env = os.environ | {"PYTHONPATH": str(checkout)}
     lay = layout.layout(spec_and_plan(resolve(None, str(path)))[1])
