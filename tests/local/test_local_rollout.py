@@ -20,7 +20,7 @@ from components.bundle import bundle_sha256
 from components.plan import planner
 from components.plan.rollout import HOLD, ROLL
 from fleet.stacks import resolve, spec_and_plan
-from here.local import cloudconfig, layout, progress, rollout
+from here.local import cloudconfig, instances, layout, progress, rollout
 from here.local.errors import LocalError
 from here.local.state import State
 
@@ -77,6 +77,55 @@ def test_only_a_change_of_the_code_rolls_a_running_cluster(tmp_path, monkeypatch
     with pytest.raises(LocalError) as refused:
         rollout.request(other, layout.layout(other), running, lambda _: None)
     assert refused.value.code == 2 and "other settings" in str(refused.value) and "fleet down" in str(refused.value)
+
+
+def test_the_roller_takes_one_worker_at_a_time_and_the_next_only_once_the_job_reformed_with_it(tmp_path,
+                                                                                                  monkeypatch):
+    """The owner's side on the files it reads and writes: the leave notice on the node's metadata, the fresh boot
+    from the new user-data once the machine ended, the rejoin read from the head's re-formation line."""
+    path = stack(tmp_path, f"lr-roller-{os.getpid()}")
+    old, new = plan_with(path, False, monkeypatch), plan_with(path, True, monkeypatch)
+    lay = layout.layout(old)
+    lay.directory.mkdir(parents=True)
+    try:
+        booted, events = [], []
+        roller = rollout.Roller(old, lay, lambda node, user_data: booted.append((node.name, user_data)) or node.name,
+                                events.append)
+        rollout.save(lay, rollout.Request(new.storage.code_sha256, {"head": new.head.user_data,
+                                                                    "worker": new.worker.user_data},
+                                          [rollout.NodeRoll("worker-1"), rollout.NodeRoll("worker-2")], ["head"],
+                                          time.time()))
+        procs = {n.name: n.name for n in lay.nodes}
+        state = {n.name: lay.metadata / instances.instance(old, n).instance_id / "lifecycle-state"
+                 for n in lay.nodes}
+        roller.poll(procs)
+        assert state["worker-1"].read_text() == "Terminated" and not state["worker-2"].exists()
+        roller.poll(procs)
+        assert booted == [], "booted while the old machine still runs"
+        del procs["worker-1"]  # its spot watcher took it out of the job
+        roller.poll(procs)
+        assert booted == [("worker-1", new.worker.user_data)] and state["worker-1"].read_text() == "InService"
+        lay.nodes[0].log.parent.mkdir(parents=True, exist_ok=True)
+        lay.nodes[0].log.write_text("resumed from bucket (step 9, written by 4 ranks, now 4)\n")
+        roller.poll(procs)
+        assert not state["worker-2"].exists(), "the job has not re-formed with all 3 nodes yet"
+        with lay.nodes[0].log.open("a") as log:
+            log.write("resumed from bucket (step 12, written by 4 ranks, now 6)\n")
+        roller.poll(procs)
+        assert rollout.load(lay).nodes[0].rejoined_unix > 0
+        roller.poll(procs)
+        assert state["worker-2"].read_text() == "Terminated"
+        del procs["worker-2"]
+        roller.poll(procs)
+        with lay.nodes[0].log.open("a") as log:
+            log.write("resumed from bucket (step 15, written by 4 ranks, now 6)\n")
+        roller.poll(procs)
+        roller.poll(procs)
+        assert [name for name, _ in booted] == ["worker-1", "worker-2"] and rollout.load(lay).phase == rollout.DONE
+        assert not state["head"].exists(), "the head keeps the job"
+        assert any("rolled 2 node(s)" in e for e in events), events
+    finally:
+        shutil.rmtree(lay.directory)
 
 
 # --- end to end, as root --------------------------------------------------------------------------------------
