@@ -108,7 +108,9 @@ def test_the_roller_takes_one_worker_at_a_time_and_the_next_only_once_the_job_re
         lay.nodes[0].log.parent.mkdir(parents=True, exist_ok=True)
         lay.nodes[0].log.write_text("resumed from bucket (step 9, written by 4 ranks, now 4)\n")
         roller.poll(procs)
+        roller.poll(procs)
         assert not state["worker-2"].exists(), "the job has not re-formed with all 3 nodes yet"
+        assert not rollout.load(lay).nodes[0].rejoined_unix
         with lay.nodes[0].log.open("a") as log:
             log.write("resumed from bucket (step 12, written by 4 ranks, now 6)\n")
         roller.poll(procs)
