@@ -32,7 +32,7 @@ REQUEST = "rollout.json"
 REQUESTED, ROLLING, DONE = "requested", "rolling", "done"
 LEAVING, IN_SERVICE = "Terminated", "InService"
 # The head's job prints this each time it re-forms from a checkpoint (training/resume.py): the world it has now.
-FORMED = re.compile(r"^resumed from .*, now (\d+)\)$")
+FORMED = re.compile(r"resumed from .*, now (\d+)\)")
 POLL_S = 0.5
 
 
@@ -143,7 +143,7 @@ def formations(head: Node) -> list[int]:
         lines = head.log.read_text(errors="replace").splitlines()
     except FileNotFoundError:
         return []
-    return [int(m.group(1)) for line in lines if (m := FORMED.match(line))]
+    return [int(m.group(1)) for line in lines if (m := FORMED.search(line))]
 
 
 @dataclass
