@@ -119,7 +119,8 @@ def run_up(args) -> int:
     if args.json:
         print(json.dumps(summary))
     else:
-        table = Table(title=f"{plan.name}: job finished", show_header=False)
+        done = "rolled onto the new code" if "rolled" in summary else "job finished"
+        table = Table(title=f"{plan.name}: {done}", show_header=False)
         for key, value in summary.items():
             table.add_row(key, "\n".join(value) if key == "events" else str(value))
         Console().print(table)

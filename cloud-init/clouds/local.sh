@@ -32,11 +32,14 @@ cloud_addresses() { return 0; }
 
 cloud_install_fabric() { return 0; }
 
-cloud_group_leaving() { return 1; } # no termination hook on its groups: only the spot notice says a node goes
+cloud_group_leaving() { # prints the state and succeeds while `fleet up` takes this worker out for a rollout
+  local state
+  state="$(meta "$GF_METADATA_URL/lifecycle-state" 2>/dev/null)" && [ "$state" = Terminated ] && printf '%s\n' "$state"
+}
 
 cloud_warmed() { return 1; } # no warm pool: an instance is in service once it runs
 
-cloud_complete_drain() { return 0; }
+cloud_complete_drain() { return 0; } # `fleet up` sees the node leave by its process
 
 cloud_complete_launch() { return 0; } # no warm pool, so no launching hook
 

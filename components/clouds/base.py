@@ -137,7 +137,8 @@ class CloudProfile:
     # Lifecycle settings its groups offer (components/plan/lifecycle.py).
     lifecycle: frozenset[str] = frozenset()
     # How a change of user-data reaches running nodes, by form (INSTANCES: the head and fixed workers;
-    # SCALING_GROUP): components/plan/rollout.py; empty where `pulumi up` makes no nodes.
+    # SCALING_GROUP; HEAD where the head differs from INSTANCES): components/plan/rollout.py; empty where no nodes
+    # are made.
     rollout: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     nat_egress: bool = True  # nodes leave through a NAT gateway (the local cluster has none)
     # Egress the cloud's own services need where its security groups deny what no rule allows (DNS, NTP).

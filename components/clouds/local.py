@@ -7,8 +7,10 @@ from types import MappingProxyType
 
 from components.clouds.base import CAPACITY_BLOCK, GPU_UTIL_SCALING, RESERVATION, WARM_POOL, AutoImage, CloudProfile
 from components.limits import NOT_UNICAST, CloudLimits
-from components.plan.model import INSTANCES, MarketPlan, PlacementPlan, ScalingPlan
+from components.plan.lifecycle import DRAIN
+from components.plan.model import HEAD, INSTANCES, MarketPlan, PlacementPlan, ScalingPlan
 from components.plan.placement import PlacementAsk
+from components.plan.rollout import HOLD, ROLL
 from components.plan.workers import per_market
 
 
@@ -54,6 +56,11 @@ LOCAL = CloudProfile(
     auto_image=AutoImage(alias="local", has_drivers=True),
     placement=placement,
     worker_groups=worker_groups,
+    # `fleet up` run again with new code rolls the workers while the job goes on (here/local/rollout.py): each hears
+    # it leaves as a node its group takes away does (the termination hook's notice, cloud-init/clouds/local.sh),
+    # checkpoints and leaves, then boots anew; the head keeps the job.
+    lifecycle=frozenset({DRAIN}),
+    rollout=MappingProxyType({HEAD: HOLD, INSTANCES: ROLL}),
     realizer="components.realizers.local_outputs",
     max_user_data_bytes=None,
     nat_egress=False,

@@ -19,7 +19,12 @@ from components.plan.model import HEAD, INSTANCES, WORKER, WorkerGroupPlan
 # fresh system disk, so cloud-init runs as on a first boot). GROUP_REPLACE: `pulumi up` replaces the whole group
 # (deleted first: its name is fixed), its workers leave together and the new group's join the job.
 REPLACE, REFRESH, RESET_REFRESH, GROUP_REPLACE = "replace", "refresh", "reset-refresh", "group-replace"
-# Workers a group refreshes at once: one, so the job keeps all but one node training.
+# The local cluster (here/local/rollout.py). ROLL: `fleet up` run again takes the workers out of the running job
+# REFRESH_BATCH at a time (each checkpoints on its leave notice), boots each anew from the new user-data and waits
+# until it rejoins. HOLD: the head hosts the job's rendezvous store and decides its end, so it keeps the running
+# job's bundle; the new one reaches it when the cluster is next brought up.
+ROLL, HOLD = "roll", "hold"
+# Workers a group refreshes (or `fleet up` rolls) at once: one, so the job keeps all but one node training.
 REFRESH_BATCH = 1
 
 
@@ -45,6 +50,12 @@ class RolloutPlan:
         if self.mechanism == RESET_REFRESH:
             return (f"{what}: the group's instance refresh reinstalls them {REFRESH_BATCH} at a time from the new "
                     "launch configuration; each checkpoints on its shutdown before it goes")
+        if self.mechanism == ROLL:
+            return (f"{what}: `fleet up` rolls them {REFRESH_BATCH} at a time while the job goes on: each "
+                    "checkpoints on its leave notice, boots anew with the new bundle and rejoins before the next goes")
+        if self.mechanism == HOLD:
+            return (f"{what}: not rolled: it hosts the running job's rendezvous, so it keeps its bundle until the "
+                    "cluster is next brought up")
         if self.mechanism == GROUP_REPLACE:
             return (f"{what}: the group is deleted with its workers (each checkpoints on its shutdown), then made "
                     "anew from the new configuration; the job waits, from its checkpoint, for the new workers")
@@ -56,12 +67,13 @@ class RolloutPlan:
 
 def plan_rollout(mechanisms: Mapping[str, str], workers: tuple[WorkerGroupPlan, ...],
                  refresh_min_healthy_percent: int | None) -> tuple[RolloutPlan, ...]:
-    """The head (an instance at the fixed address: deleted before its successor) and each worker group, by the
-    mechanism the cloud's profile names for its form; () where the cloud names none (its nodes are not made by
-    `pulumi up`)."""
+    """The head (by the mechanism the profile names for HEAD, else for INSTANCES; an instance at the fixed address
+    is deleted before its successor) and each worker group, by the mechanism the cloud's profile names for its form;
+    () where the cloud names none (its nodes are not made by `pulumi up` or `fleet up`)."""
     if not mechanisms:
         return ()
-    head = RolloutPlan(HEAD, HEAD, INSTANCES, 1, mechanisms[INSTANCES], True, None)
+    head_mechanism = mechanisms.get(HEAD, mechanisms[INSTANCES])
+    head = RolloutPlan(HEAD, HEAD, INSTANCES, 1, head_mechanism, head_mechanism == REPLACE, None)
     groups = tuple(RolloutPlan(group.name, WORKER, group.form, group.desired, mechanisms[group.form], False,
                                refresh_min_healthy_percent if mechanisms[group.form] == REFRESH else None)
                    for group in workers)

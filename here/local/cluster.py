@@ -14,7 +14,7 @@ from typing import Protocol
 
 from components.bundle import write_bundle
 from components.plan.model import ClusterPlan
-from here.local import cloudconfig, firewall, host, instances, network, processes, progress
+from here.local import cloudconfig, firewall, host, instances, network, processes, progress, rollout
 from here.local import state as statefile
 from here.local.errors import EXIT_USAGE, LocalError
 from here.local.layout import Layout, Node, layout
@@ -87,11 +87,12 @@ def _build_network(run: _Run, opts: Options) -> None:
         network.slow_link(lay.node(name).namespace, rate)
 
 
-def _boot(run: _Run, node: Node) -> subprocess.Popen:
-    """A fresh machine: an empty root, the role's user-data executed into it, then its local-mode entry."""
+def _boot(run: _Run, node: Node, user_data: str | None = None) -> subprocess.Popen:
+    """A fresh machine: an empty root, the role's user-data (or the given one) executed into it, then its local-mode
+    entry."""
     shutil.rmtree(node.root, ignore_errors=True)
     endpoint = f"{run.metadata_address}:{instances.port(run.lay, node)}"
-    user_data = (run.plan.head if node.role == "head" else run.plan.worker).user_data
+    user_data = user_data or (run.plan.head if node.role == "head" else run.plan.worker).user_data
     entry = cloudconfig.execute(user_data, node.root, {"metadata": endpoint})
     if not run.namespaced:
         _loopback_overrides(node)
@@ -112,9 +113,9 @@ def _loopback_overrides(node: Node) -> None:
 
 
 def _clear_earlier(plan: ClusterPlan, lay: Layout, report: Reporter) -> None:
-    """A cluster that is up (its job finished, its network kept until `down`) or whose `fleet up` still runs stays;
-    what a failed, stopped or crashed run left is removed, its checkpoints kept (as a cloud keeps its bucket), so
-    `up` runs again and resumes from them."""
+    """A cluster that is up (its job finished, its network kept until `down`) or whose `fleet up` still runs stays
+    (`up` rolls new code onto a running one instead: here.local.rollout); what a failed, stopped or crashed run
+    left is removed, its checkpoints kept (as a cloud keeps its bucket), so `up` runs again and resumes from them."""
     earlier = statefile.load(lay.state_file)
     if earlier is not None and (earlier.phase == "finished" or _live(earlier)):
         owner = f", `fleet up` is process {earlier.owner}" if earlier.phase != "finished" else ""
@@ -146,6 +147,9 @@ def up(plan: ClusterPlan, opts: Options, report: Reporter) -> dict:
     lacking = host.node_tools()
     if lacking is not None:
         raise LocalError(f"the node scripts need tools this machine lacks: {lacking.what}; {lacking.fix}.")
+    running = statefile.load(lay.state_file)
+    if running is not None and _live(running) and running.code_sha256 != plan.storage.code_sha256:
+        return rollout.request(plan, lay, running, report.note)
     _clear_earlier(plan, lay, report)
     without = host.namespaces()
     namespaced = without is None
@@ -153,7 +157,8 @@ def up(plan: ClusterPlan, opts: Options, report: Reporter) -> dict:
         report.note(f"{without.what}: no network namespaces, so the nodes run as processes on loopback and the "
                     f"firewall emulation is off ({without.fix})")
     st = statefile.State(cluster=plan.name, stack=plan.stack, mode="namespaces" if namespaced else "loopback",
-                         started_unix=time.time(), owner=os.getpid())
+                         started_unix=time.time(), owner=os.getpid(), code_sha256=plan.storage.code_sha256,
+                         settings=rollout.settings(plan))
     run = _Run(lay, plan, st, namespaced, lay.metadata_address if namespaced else LOOPBACK)
     _save(run)
     try:
@@ -188,6 +193,8 @@ def up(plan: ClusterPlan, opts: Options, report: Reporter) -> dict:
 def _follow(run: _Run, procs: dict, opts: Options, report: Reporter) -> None:
     """Watch the nodes until the head's job ends; act like the cloud would on what happens on the way."""
     lay, shown, terminate_at = run.lay, 0, {}
+    roller = rollout.Roller(run.plan, lay, lambda node, user_data: _reboot(run, node, user_data),
+                            lambda text: _event(run, report, text))
     while True:
         history = progress.steps(lay)
         for item in history[shown:]:
@@ -216,9 +223,10 @@ def _follow(run: _Run, procs: dict, opts: Options, report: Reporter) -> None:
                     raise LocalError(f"the job failed on node {node.name} (exit {proc.returncode}):\n"
                                      f"{progress.log_tail(node)}")
                 return
-            _worker_exit(run, node, proc.returncode, report)
+            _worker_exit(run, node, proc.returncode, report, roller.leaving)
         _terminate_noticed(run, procs, terminate_at)
         _replace_requested(run, procs, report)
+        roller.poll(procs)
         time.sleep(POLL_S)
 
 
@@ -227,6 +235,7 @@ def _terminate_noticed(run: _Run, procs: dict, terminate_at: dict) -> None:
     (torchrun's exit barrier would wait for the job's other nodes for minutes)."""
     for node in run.lay.nodes:
         if node.name not in procs or not progress.left_on_notice(node):
+            terminate_at.pop(node.name, None)  # gone, or a fresh machine: a later notice starts a fresh warning
             continue
         when = terminate_at.setdefault(node.name, time.time() + SPOT_WARNING_S)
         if time.time() >= when:
@@ -247,6 +256,12 @@ def _replace_requested(run: _Run, procs: dict, report: Reporter) -> None:
         _event(run, report, f"{node.name} booted again (a fresh machine) and joins the running job")
 
 
+def _reboot(run: _Run, node: Node, user_data: str) -> subprocess.Popen:
+    """The node's machine ends (whatever it left running) and a fresh one boots from this user-data."""
+    _end_machine(run, node)
+    return _boot(run, node, user_data)
+
+
 def _end_machine(run: _Run, node: Node) -> None:
     if run.namespaced:
         processes.kill_namespace(node.namespace)
@@ -254,9 +269,10 @@ def _end_machine(run: _Run, node: Node) -> None:
         processes.end([run.st.processes[node.name]], [], grace_s=0)
 
 
-def _worker_exit(run: _Run, node: Node, rc: int, report: Reporter) -> None:
+def _worker_exit(run: _Run, node: Node, rc: int, report: Reporter, rolling: set[str]) -> None:
     if progress.left_on_notice(node):
-        _event(run, report, f"{node.name} left after its spot notice (checkpoint written, job continues)")
+        notice = "rollout" if node.name in rolling else "spot"
+        _event(run, report, f"{node.name} left after its {notice} notice (checkpoint written, job continues)")
         instances.clear_spot_notice(run.plan, run.lay, node.name)
     elif rc < 0 or rc >= 128:
         _event(run, report, f"{node.name} was lost (exit {rc}); the job re-forms with the nodes left")

@@ -20,6 +20,8 @@ class State:
     processes: dict[str, int] = field(default_factory=dict)  # name -> pid (each leads its own process group)
     message: str = ""
     owner: int = 0  # pid of the `fleet up` that runs it: a run whose owner is gone crashed
+    code_sha256: str = ""  # the bundle its nodes run
+    settings: str = ""  # here.local.rollout.settings: what they are told but the bundle
 
 
 def load(path: Path) -> State | None:

@@ -8,7 +8,8 @@ tokens are required, and the spot notice's body. Where the spot notice sits come
   autoscaling/target-lifecycle-state (InService, or Warmed:* for a warm-pool instance); 401 without a token.
 - Alibaba: ram/security-credentials/ROLE, instance/instance-type; a hardened instance answers 403 without a token.
 - Tencent: plain GETs; cam/security-credentials/ROLE, placement.
-- Local: instance id, hostname, address and type; no role, since the local bucket is a directory.
+- Local: instance id, hostname, address and type, and lifecycle-state (InService, or Terminated while `fleet up`
+  takes the node out for a rollout: here/local/rollout.py); no role, since the local bucket is a directory.
 A cloud without a tree here is refused (`dialect`), naming what is missing.
 """
 
@@ -92,7 +93,8 @@ def _tencent(i: Instance, live: Callable[[str, str | None], Live]) -> dict:
 
 def _local(i: Instance, live: Callable[[str, str | None], Live]) -> dict:
     return {"instance-id": i.instance_id, "hostname": i.hostname, "local-ipv4": i.private_ip,
-            "instance-type": i.instance_type, **_interfaces(i)}
+            "instance-type": i.instance_type, "lifecycle-state": live("lifecycle-state", "InService"),
+            **_interfaces(i)}
 
 
 @dataclass(frozen=True)
