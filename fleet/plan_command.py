@@ -81,7 +81,8 @@ def run(args) -> int:
     console = Console()
     console.print(_table(document))
     cost = document["cost"]
-    hourly = "unknown (no public price)" if cost["hourly"] is None else f"${cost['hourly']:,.2f}/h"
+    hourly = ("unknown (no public price)" if cost["hourly"] is None
+              else f"{cost['hourly']:,.2f} {cost['currency']}/h")
     console.print(f"cost: {hourly} for {cost['nodes']} nodes (prices of {cost['priceDate']}, {cost['priceSource']})")
     for nodes in document["outputs"].get("rollout", []):
         console.print(f"on a change of code or settings: {nodes}")
