@@ -10,6 +10,7 @@ from components.catalog import InstanceType
 from components.plan.node import NodePlan, SoftwarePlan
 
 if TYPE_CHECKING:
+    from components.plan.candidates import Availability
     from components.plan.rollout import RolloutPlan
 
 HEAD, WORKER = "head", "worker"
@@ -293,6 +294,7 @@ class ClusterPlan:
     ranks_per_node: int
     cost: CostPlan
     tags: tuple[tuple[str, str], ...]
+    capacity: tuple[Availability, ...] = ()  # each candidate's availability at deploy time; () = none asked
 
     @property
     def tag_map(self) -> dict[str, str]:

@@ -149,4 +149,4 @@ def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None, *, boo
         lifecycle=lifecycle, rollout=plan_rollout(cloud.rollout, workers, lifecycle.refresh_min_healthy_percent),
         storage=storage, head=head,
         worker=worker, ranks_per_node=ranks, cost=plan_cost(cloud, list_price(row), market, scaling),
-        tags=tags)
+        tags=tags, capacity=facts.capacity)

@@ -7,7 +7,8 @@ import importlib
 import importlib.util
 
 from components.clouds import CLOUDS
-from components.plan.facts import DeployFacts, lookups
+from components.plan.candidates import choose
+from components.plan.facts import DeployFacts, Lookups, capacity_lookups, lookups
 from components.plan.model import ClusterPlan
 from components.realizers.contract import ClusterOutputs, LookUps, Realizer, checked_outputs, conforming
 from components.spec import ClusterSpec
@@ -27,10 +28,17 @@ def lookups_of(cloud: str) -> LookUps | None:
     return conforming(importlib.import_module(module), LookUps)
 
 
-def look_up(spec: ClusterSpec) -> DeployFacts:
-    """The deploy-time facts the spec needs, from the cloud's own data sources (none for most stacks)."""
-    wanted = lookups(spec)
-    return lookups_of(spec.cloud).look_up(wanted) if wanted else DeployFacts()
+def _answers(cloud: str, wanted: Lookups) -> DeployFacts:
+    return lookups_of(cloud).look_up(wanted) if wanted else DeployFacts()
+
+
+def look_up(spec: ClusterSpec) -> tuple[ClusterSpec, DeployFacts]:
+    """The spec on its first candidate with capacity (the stack's own place where it lists no others), and the
+    deploy-time facts that spec needs, from the cloud's own data sources (none for most stacks)."""
+    capacity = _answers(spec.cloud, capacity_lookups(spec)).capacity
+    if capacity:
+        spec, _ = choose(spec, capacity)
+    return spec, DeployFacts(**{**vars(_answers(spec.cloud, lookups(spec))), "capacity": capacity})
 
 
 def realize(plan: ClusterPlan) -> ClusterOutputs:

@@ -8,6 +8,7 @@ both through `conforming`, so a realizer that drifts from the contract fails whe
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any, Protocol, TypedDict, get_origin, get_type_hints
 
@@ -74,8 +75,9 @@ class Realizer(Protocol):
 class LookUps(Protocol):
     """A cloud's look-ups module: what only the account can say, asked at deploy time (components/plan/facts.py)."""
 
-    # What the preview's mocks answer in place of the cloud, by invoke token (fleet/preview.py).
-    STAND_INS: dict[str, dict[str, Any]]
+    # What the preview's mocks answer in place of the cloud, by invoke token (fleet/preview.py): an answer, or a
+    # function of the invoke's arguments where the answer depends on them (capacity: components/realizers/stock.py).
+    STAND_INS: dict[str, dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]]
 
     def look_up(self, wanted: Lookups) -> DeployFacts:
         """The answers to what the spec wants looked up."""
