@@ -15,6 +15,7 @@ from components.clouds.base import CloudProfile
 from components.plan.cost import plan_cost
 from components.plan.fabric import plan_fabric
 from components.plan.facts import DeployFacts
+from components.plan.fallback import launch_types
 from components.plan.firewall import plan_firewall
 from components.plan.lifecycle import plan_lifecycle
 from components.plan.model import (
@@ -149,4 +150,5 @@ def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None, *, boo
         lifecycle=lifecycle, rollout=plan_rollout(cloud.rollout, workers, lifecycle.refresh_min_healthy_percent),
         storage=storage, head=head,
         worker=worker, ranks_per_node=ranks, cost=plan_cost(cloud, list_price(row), market, scaling),
-        tags=tags, capacity=facts.capacity)
+        tags=tags, capacity=facts.capacity,
+        launch_types=launch_types(spec, facts.capacity))
