@@ -68,7 +68,8 @@ class AliWorkers(pulumi.ComponentResource):
             # scaling configuration (docs/cloud-facts.md#rollout-alibaba).
             opts=pulumi.ResourceOptions.merge(child, group_options(role.user_data)))
         # What a worker is: the types in priority order, image, encrypted disk, security group, role and user-data.
-        # pulumi_alicloud 4.0.0's ESS configuration has http_endpoint but no http_tokens: hardened IMDS needs an ECS instance.
+        # pulumi_alicloud 4.0.0's ESS configuration has http_endpoint but no http_tokens: hardened IMDS needs an ECS
+        # instance.
         alicloud.ess.ScalingConfiguration(
             f"{name}-worker-config", scaling_group_id=self.group.id, scaling_configuration_name=f"{name}-worker",
             image_id=args.image.ref, security_group_ids=[args.group_id],
