@@ -10,7 +10,8 @@ from components.clouds import CLOUDS
 from components.plan.candidates import choose
 from components.plan.facts import DeployFacts, Lookups, capacity_lookups, lookups
 from components.plan.model import ClusterPlan
-from components.realizers.contract import ClusterOutputs, LookUps, Realizer, checked_outputs, conforming
+from components.realizers.contract import LookUps, Realizer, StackOutputs, checked_outputs, conforming
+from components.realizers.holders import gpu_holders
 from components.spec import ClusterSpec
 
 
@@ -41,6 +42,9 @@ def look_up(spec: ClusterSpec) -> tuple[ClusterSpec, DeployFacts]:
     return spec, DeployFacts(**{**vars(_answers(spec.cloud, lookups(spec))), "capacity": capacity})
 
 
-def realize(plan: ClusterPlan) -> ClusterOutputs:
-    """Declare the plan's resources on its cloud; returns the stack outputs, the same keys on every cloud."""
-    return checked_outputs(CLOUDS[plan.cloud].realizer, realizer_of(plan.cloud).realize(plan))
+def realize(plan: ClusterPlan) -> StackOutputs:
+    """Declare the plan's resources on its cloud; returns the stack outputs, the same keys on every cloud: the
+    realizer's, and `gpuHolders`, every instance and group holding the cluster's GPUs
+    (components/realizers/holders.py)."""
+    outputs = checked_outputs(CLOUDS[plan.cloud].realizer, realizer_of(plan.cloud).realize(plan))
+    return StackOutputs(**outputs, gpuHolders=gpu_holders(outputs))

@@ -61,6 +61,20 @@ class ClusterOutputs(PlanOutputs):
     bringUp: str | None  # the command that brings the nodes up where `pulumi up` does not
 
 
+class GpuHolder(TypedDict):
+    """One thing that holds the cluster's GPU nodes: an instance, or a scaling group of them."""
+
+    kind: str  # "instance" or "scaling-group"
+    id: pulumi.Input[str]
+
+
+class StackOutputs(ClusterOutputs):
+    """What the program exports: the realizer's outputs and, derived from them, every GPU holder
+    (components/realizers/holders.py)."""
+
+    gpuHolders: list[GpuHolder]
+
+
 class Realizer(Protocol):
     """A realizer module: the plan as its cloud's resources, deciding nothing."""
 
