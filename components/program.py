@@ -23,8 +23,8 @@ def region_key(raw: object) -> str | None:
 def load(raw: object, region: str, stack: str) -> tuple[ClusterSpec, ClusterPlan]:
     """The cluster object and region -> spec -> the cloud's deploy-time facts -> plan, or a SpecError listing every
     problem. Look-ups go through the Pulumi runtime: the engine's providers, or the preview's mocks."""
-    spec = validate(raw, region, stack)
-    return spec, plan(spec, stack, look_up(spec))
+    spec, facts = look_up(validate(raw, region, stack))
+    return spec, plan(spec, stack, facts)
 
 
 def plan_from_config() -> ClusterPlan:

@@ -21,6 +21,7 @@ from components.clouds.base import (
     CloudProfile,
 )
 from components.errors import Problem, SpecError
+from components.plan.candidates import candidate_problems
 from components.plan.placement import ask_of
 from components.spec import ClusterSpec, ShapeError, parse_spec
 from components.stackfile import CLUSTER_KEY
@@ -185,6 +186,7 @@ def validate(raw: object, region: str, stack: str) -> ClusterSpec:
         extra = [p for p in problems_of(error.partial) if p.path not in dropped] if error.partial else []
         raise SpecError(error.problems + extra) from None
     problems = problems_of(spec)
+    problems += candidate_problems(spec, problems_of)
     if problems:
         raise SpecError(problems)
     return spec

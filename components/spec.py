@@ -131,6 +131,17 @@ class Storage(SpecModel):
         return value
 
 
+class Candidate(SpecModel):
+    """One more place the cluster may come up when the stack's own is sold out, tried in the order written; what it
+    leaves out is the stack's. The whole cluster comes up on one candidate, so a fabric cluster stays in one zone
+    and one placement group."""
+
+    zone: str | None = Field(None, description="Zone; default: the stack's zone.")
+    instance_type: str | None = Field(None, description="Instance type, a row of the catalog; default: the stack's.")
+    market: Literal["stack", "on-demand"] = Field(
+        "stack", description="`stack`: the stack's market; `on-demand`: every node on demand (no spot share).")
+
+
 class ClusterSpec(SpecModel):
     """A whole cluster as the stack file states it, after defaults."""
 
@@ -145,6 +156,9 @@ class ClusterSpec(SpecModel):
     nodes: Annotated[int, Field(ge=1)] | NodeCounts = Field(
         description="Node count, or {min, desired, max} for an elastic cluster.")
     market: Market = Market()
+    candidates: list[Candidate] = Field(
+        default_factory=list, description="Where else the cluster may come up, in order, if the stack's own zone, "
+        "type and market have no capacity at deploy time (`fleet plan` shows each one's availability).")
     network: Network = Network()
     autoscaling: Autoscaling = Autoscaling()
     storage: Storage = Storage()

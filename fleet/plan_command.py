@@ -27,10 +27,18 @@ def cost_of(plan: ClusterPlan) -> dict[str, Any]:
             "nodes": plan.scaling.nodes_desired, "priceDate": cost.price_date, "priceSource": cost.price_source}
 
 
+def capacity_of(plan: ClusterPlan) -> list[dict[str, Any]]:
+    """Each candidate the look-ups were asked about, in order, with its availability; the plan's is the one chosen."""
+    chosen = (plan.zone, plan.instance.name)
+    return [{"candidate": a.candidate.label, "available": a.available, "reason": a.reason,
+             "chosen": a.available and (a.candidate.zone, a.candidate.instance_type) == chosen} for a in plan.capacity]
+
+
 def report(preview: Preview, plan: ClusterPlan) -> dict[str, Any]:
     """The `fleet plan --json` document (docs/design.md, "The preview JSON")."""
     return {"stack": preview.stack, "cloud": plan.cloud, "resources": preview.resources, "outputs": preview.outputs,
-            "cost": cost_of(plan), "warnings": preview.warnings, "violations": evaluate(preview.resources)}
+            "cost": cost_of(plan), "capacity": capacity_of(plan), "warnings": preview.warnings,
+            "violations": evaluate(preview.resources)}
 
 
 def _table(document: dict[str, Any]) -> Table:
@@ -81,8 +89,12 @@ def run(args) -> int:
     console = Console()
     console.print(_table(document))
     cost = document["cost"]
-    hourly = "unknown (no public price)" if cost["hourly"] is None else f"${cost['hourly']:,.2f}/h"
+    hourly = ("unknown (no public price)" if cost["hourly"] is None
+              else f"{cost['hourly']:,.2f} {cost['currency']}/h")
     console.print(f"cost: {hourly} for {cost['nodes']} nodes (prices of {cost['priceDate']}, {cost['priceSource']})")
+    for answer in document["capacity"]:
+        state = "chosen" if answer["chosen"] else "available" if answer["available"] else f"no: {answer['reason']}"
+        console.print(f"capacity: {answer['candidate']}: {state}")
     for nodes in document["outputs"].get("rollout", []):
         console.print(f"on a change of code or settings: {nodes}")
     for warning in document["warnings"]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import runpy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -57,9 +58,9 @@ def _short(urn: str) -> str | None:
 
 
 @cache
-def stand_ins() -> dict[str, dict]:
+def stand_ins() -> dict[str, dict | Callable[[dict], dict]]:
     """Every cloud's stand-in answers, by invoke token."""
-    answers: dict[str, dict] = {}
+    answers: dict[str, dict | Callable[[dict], dict]] = {}
     for cloud in CLOUDS:
         if (module := lookups_of(cloud)) is not None:
             answers |= module.STAND_INS
@@ -89,8 +90,10 @@ class _Mocks(pulumi.runtime.Mocks):
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
         if args.token not in stand_ins():
             raise LookupError(f"no stand-in answer for the invoke {args.token}: add it to its cloud's STAND_INS")
-        self.invokes.append({"token": args.token, "args": _unwrap(dict(args.args))})
-        return stand_ins()[args.token]
+        asked = _unwrap(dict(args.args))
+        self.invokes.append({"token": args.token, "args": asked})
+        answer = stand_ins()[args.token]
+        return answer(asked) if callable(answer) else answer
 
 
 class _RecordingMonitor(pulumi_mocks.MockMonitor):
@@ -178,8 +181,9 @@ def _fresh_event_loop() -> None:
         previous.close()
 
 
-def stand_in_facts(stack: StackFile, spec: ClusterSpec) -> DeployFacts:
-    """The deploy-time facts a spec needs, as the program would look them up, answered by the stand-ins."""
+def stand_in_facts(stack: StackFile, spec: ClusterSpec) -> tuple[ClusterSpec, DeployFacts]:
+    """The spec on its chosen candidate and the deploy-time facts it needs, as the program would look them up,
+    answered by the stand-ins."""
     _mock_runtime(stack)
     return look_up(spec)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from components.errors import Problem, SpecError
 from components.paths import PROJECT_ROOT
-from components.plan.facts import DeployFacts, lookups
+from components.plan.facts import DeployFacts, capacity_lookups, lookups
 from components.plan.model import ClusterPlan
 from components.plan.planner import plan
 from components.program import region_key
@@ -39,7 +39,10 @@ def spec_and_plan(stack: StackFile, *, booted: bool = False) -> tuple[ClusterSpe
     region = str(stack.config.get(key, "")) if key else ""
     try:
         spec = validate(raw, region, stack.name)
-        facts = stand_in_facts(stack, spec) if lookups(spec) else DeployFacts()
+        if lookups(spec) or capacity_lookups(spec):
+            spec, facts = stand_in_facts(stack, spec)
+        else:
+            facts = DeployFacts()
         return spec, plan(spec, stack.name, facts, booted=booted)
     except SpecError as error:
         raise SpecError(error.problems, str(stack.path)) from None

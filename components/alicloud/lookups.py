@@ -1,19 +1,48 @@
-"""What only the Alibaba Cloud account can say, asked at deploy time: the newest system image for `image: auto`."""
+"""What only the Alibaba Cloud account can say, asked at deploy time: the newest system image for `image: auto`, and
+whether each candidate's type has stock in its zone (docs/cloud-facts.md#capacity-look-ups)."""
 
 from __future__ import annotations
 
 import pulumi_alicloud as alicloud
 
 from components.errors import Problem, SpecError
+from components.plan.candidates import Availability, Candidate
 from components.plan.facts import DeployFacts, Lookups
+from components.realizers.stock import sold_out
 from components.stackfile import CLUSTER_KEY
 
 IMAGES = "alicloud:ecs/getImages:getImages"
+TYPES = "alicloud:ecs/getInstanceTypes:getInstanceTypes"
+
+
+def _types_stand_in(asked: dict) -> dict:
+    """The asked type in the asked zone, unless the sold-out switch names it (the provider then drops it)."""
+    zone, kind = asked.get("availabilityZone", ""), asked.get("instanceType", "")
+    found = [] if sold_out(zone, kind) else [{"id": kind, "availabilityZones": [zone]}]
+    return {"id": "standin", "ids": [t["id"] for t in found], "instanceTypes": found}
+
+
 # What the preview's mocks answer in place of the cloud (fleet/preview.py).
-STAND_INS = {IMAGES: {"images": [{"id": "ubuntu_22_04_x64_20G_alibase_standin.vhd"}]}}
+STAND_INS = {IMAGES: {"images": [{"id": "ubuntu_22_04_x64_20G_alibase_standin.vhd"}]}, TYPES: _types_stand_in}
 
 
-def look_up(wanted: Lookups) -> DeployFacts:
+def _availability(candidate: Candidate) -> Availability:
+    """Whether the type has stock in the zone for the candidate's market: the provider asks DescribeAvailableResource
+    and drops a type or zone whose status is SoldOut (docs/cloud-facts.md#capacity-look-ups)."""
+    try:
+        found = alicloud.ecs.get_instance_types(availability_zone=candidate.zone, instance_type=candidate.instance_type,
+                                                instance_charge_type="PostPaid",
+                                                spot_strategy="NoSpot" if candidate.on_demand else "SpotAsPriceGo")
+    # The runtime raises a plain Exception for a failed invoke; the provider fails on a sold-out zone.
+    except Exception as error:
+        return Availability(candidate, False, str(error))
+    if any(row.id == candidate.instance_type for row in found.instance_types):
+        return Availability(candidate, True)
+    return Availability(candidate, False, f"{candidate.instance_type} is sold out in {candidate.zone} "
+                        "(DescribeAvailableResource)")
+
+
+def _image(wanted: Lookups) -> str:
     """The newest system image of the wanted OS that the instance type can boot (ecs.get_images, most_recent)."""
     query = wanted.image
     name = f"^{query.os}_{query.version.replace('.', '_')}_x64"
@@ -23,4 +52,9 @@ def look_up(wanted: Lookups) -> DeployFacts:
         raise SpecError([Problem(f"{CLUSTER_KEY}.image", f"`auto` found no {query.os} {query.version} system image "
                                  f"for {wanted.instance_type} in this region.",
                                  "set image to an image id the type can boot.")])
-    return DeployFacts(image_id=found.images[0].id)
+    return found.images[0].id
+
+
+def look_up(wanted: Lookups) -> DeployFacts:
+    return DeployFacts(image_id=_image(wanted) if wanted.image else None,
+                       capacity=tuple(_availability(candidate) for candidate in wanted.candidates))

@@ -24,6 +24,7 @@ class NodeArgs:
     """The slice of the plan every node is made of, and the vSwitch, group and role it uses."""
 
     instance_type: str
+    worker_types: tuple[str, ...]  # what a worker scaling group may launch, highest priority first
     image: ImagePlan
     interfaces: tuple[Interface, ...]
     root_volume_gb: int
@@ -39,7 +40,8 @@ class NodeArgs:
     @classmethod
     def of(cls, plan: ClusterPlan, vswitch_id: pulumi.Input[str], group_id: pulumi.Input[str],
            role_name: pulumi.Input[str]) -> NodeArgs:
-        return cls(instance_type=plan.instance.name, image=plan.image, interfaces=plan.fabric.interfaces,
+        return cls(instance_type=plan.instance.name, worker_types=plan.worker_types,
+                   image=plan.image, interfaces=plan.fabric.interfaces,
                    root_volume_gb=plan.storage.root_volume_gb, zone=plan.zone, mtu=plan.network.mtu,
                    market=plan.market, placements=plan.placements, rollout=plan.rollout, vswitch_id=vswitch_id,
                    group_id=group_id,

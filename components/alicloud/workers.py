@@ -13,14 +13,29 @@ from components.realizers.images import image_ignore_changes
 from components.realizers.rollout import group_options
 
 
-def _spot(market: MarketPlan, instance_type: str) -> dict:
+def _spot(market: MarketPlan, instance_types: tuple[str, ...]) -> dict:
     """Spot for the share above the base: capped at the stack's price, else at the on-demand price."""
     if not market.uses_spot:
         return {"spot_strategy": "NoSpot"}
     if market.max_spot_price is None:
         return {"spot_strategy": "SpotAsPriceGo"}
     return {"spot_strategy": "SpotWithPriceLimit",
-            "spot_price_limits": [{"instance_type": instance_type, "price_limit": market.max_spot_price}]}
+            "spot_price_limits": [{"instance_type": kind, "price_limit": market.max_spot_price}
+                                  for kind in instance_types]}
+
+
+def _types(instance_types: tuple[str, ...]) -> dict:
+    """One type as the configuration's type; several as its ordered list, the order ESS launches them in."""
+    if len(instance_types) == 1:
+        return {"instance_type": instance_types[0]}
+    return {"instance_types": list(instance_types)}
+
+
+def _multi_az_policy(market: MarketPlan, instance_types: tuple[str, ...]) -> str:
+    """PRIORITY where an on-demand group has types to fall back on: ESS tries them in the configuration's order. A
+    spot mix keeps the cost-optimized policy its base and share need, which tries the types cheapest vCPU first
+    (docs/cloud-facts.md#launch-fallback)."""
+    return "PRIORITY" if len(instance_types) > 1 and not market.uses_spot else market.spot_strategy
 
 
 def _reservation(market: MarketPlan) -> dict:
@@ -40,27 +55,29 @@ class AliWorkers(pulumi.ComponentResource):
         super().__init__("gpufleet:alicloud:Workers", f"{name}-{workers.name}", None, opts)
         child = pulumi.ResourceOptions(parent=self)
         market, tags = args.market, role.tag_map
-        # The group: on-demand base, then the spot share above it, cheapest pools first (COST_OPTIMIZED).
+        # The group: on-demand base, then the spot share above it, cheapest pools first (COST_OPTIMIZED); on demand
+        # throughout, the configuration's types in order (PRIORITY).
         self.group = alicloud.ess.ScalingGroup(
             f"{name}-{workers.name}", scaling_group_name=f"{name}-{workers.name}", min_size=workers.min_size,
             max_size=workers.max_size, desired_capacity=workers.desired, vswitch_ids=[args.vswitch_id],
-            multi_az_policy=market.spot_strategy, on_demand_base_capacity=market.on_demand_base,
+            multi_az_policy=_multi_az_policy(market, args.worker_types), on_demand_base_capacity=market.on_demand_base,
             on_demand_percentage_above_base_capacity=100 - market.spot_percent, spot_instance_pools=1,
             health_check_type="ECS", removal_policies=["NewestInstance", "OldestScalingConfiguration"], tags=tags,
             # Made anew, with its workers, whenever their user-data changes: a new scaling configuration reaches
             # only new instances, and ESS's instance refresh takes neither this cost-optimised group nor a
             # scaling configuration (docs/cloud-facts.md#rollout-alibaba).
             opts=pulumi.ResourceOptions.merge(child, group_options(role.user_data)))
-        # What a worker is: the type, image, encrypted disk, security group, role and user-data. pulumi_alicloud
-        # 4.0.0's ESS configuration has http_endpoint but no http_tokens: hardened IMDS needs an ECS instance.
+        # What a worker is: the types in priority order, image, encrypted disk, security group, role and user-data.
+        # pulumi_alicloud 4.0.0's ESS configuration has http_endpoint but no http_tokens: hardened IMDS needs an ECS
+        # instance.
         alicloud.ess.ScalingConfiguration(
             f"{name}-worker-config", scaling_group_id=self.group.id, scaling_configuration_name=f"{name}-worker",
-            instance_type=args.instance_type, image_id=args.image.ref, security_group_ids=[args.group_id],
+            image_id=args.image.ref, security_group_ids=[args.group_id],
             role_name=args.role_name, user_data=gzip_base64(role.user_data), http_endpoint="enabled",
             internet_max_bandwidth_out=0, instance_name=f"{name}-worker", tags=tags, active=True, enable=True,
             force_delete=True,
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=image_ignore_changes(args.image)),
-            **disk_args(args), **_spot(market, args.instance_type), **_reservation(market))
+            **_types(args.worker_types), **disk_args(args), **_spot(market, args.worker_types), **_reservation(market))
         self.register_outputs({"scalingGroupId": self.group.id})
 
 

@@ -36,6 +36,7 @@ class ComputeArgs:
 
     cluster: str
     instance_type: str
+    worker_types: tuple[str, ...]
     image: ImagePlan
     interfaces: tuple[Interface, ...]
     root_volume_gb: int
@@ -54,7 +55,8 @@ class ComputeArgs:
     @classmethod
     def of(cls, plan: ClusterPlan, subnet_id: pulumi.Input[str], group_id: pulumi.Input[str],
            profile_arn: pulumi.Input[str]) -> ComputeArgs:
-        return cls(cluster=plan.name, instance_type=plan.instance.name, image=plan.image,
+        return cls(cluster=plan.name, instance_type=plan.instance.name, worker_types=plan.worker_types,
+                   image=plan.image,
                    interfaces=plan.fabric.interfaces, root_volume_gb=plan.storage.root_volume_gb,
                    head_address=plan.network.head_address,
                    market=plan.market, placements=plan.placements, roles=(plan.head, plan.worker),
@@ -88,6 +90,14 @@ def _market_options(market: MarketPlan) -> dict:
     if market.capacity_block:
         options["instance_market_options"] = {"market_type": "capacity-block"}
     return options
+
+
+def _launch_template(spec: dict, types: tuple[str, ...]) -> dict:
+    """The group's launch template; with more than one type, an override per type in the plan's priority order (the
+    list order is the priority: docs/cloud-facts.md#launch-fallback)."""
+    if len(types) == 1:
+        return {"launch_template_specification": spec}
+    return {"launch_template_specification": spec, "overrides": [{"instance_type": kind} for kind in types]}
 
 
 def _version(template: aws.ec2.LaunchTemplate) -> pulumi.Output[str]:
@@ -151,12 +161,19 @@ class AwsCompute(pulumi.ComponentResource):
         capacity: dict = {"launch_template": {"id": template.id, "version": _version(template)}}
         if workers.market == MIXED:
             capacity = {"mixed_instances_policy": {
-                "launch_template": {"launch_template_specification": spec},
+                "launch_template": _launch_template(spec, args.worker_types),
                 "instances_distribution": {
+                    "on_demand_allocation_strategy": "prioritized",
                     "on_demand_base_capacity": market.on_demand_base,
                     "on_demand_percentage_above_base_capacity": 100 - market.spot_percent,
                     "spot_allocation_strategy": market.spot_strategy,
                     "spot_max_price": "" if market.max_spot_price is None else f"{market.max_spot_price:.4f}"}}}
+        elif len(args.worker_types) > 1:
+            # On demand throughout, falling back at launch to the next type where one runs out of stock.
+            capacity = {"mixed_instances_policy": {
+                "launch_template": _launch_template(spec, args.worker_types),
+                "instances_distribution": {"on_demand_allocation_strategy": "prioritized",
+                                           "on_demand_percentage_above_base_capacity": 100}}}
         if lifecycle.capacity_rebalance:
             capacity["capacity_rebalance"] = True
         warm_pool = ({"warm_pool": {"pool_state": POOL_STATE[lifecycle.standby_state], "min_size": lifecycle.standby}}

@@ -55,6 +55,9 @@ class InstanceType(_Data):
     network_cards: int | None = Field(ge=1)
     bandwidth_gbps: float | None = Field(gt=0, description="Baseline (sustained) network bandwidth.")
     price_usd_per_hour: float | None = Field(ge=0, description="On-demand list price in the cloud's price table.")
+    price_cny_per_hour: float | None = Field(
+        None, ge=0, description="On-demand list price on the cloud's China site, where that site publishes one: the "
+        "spot ceiling of an account that bills in CNY, and the cost where no USD price is public.")
     peak_tflops_bf16: float | None = Field(ge=0, description="Dense tensor peak per GPU in `peak_precision`.")
     peak_precision: Literal["bf16", "fp16"] = Field("bf16", description="fp16 where the GPU has no bf16 (T4, V100).")
     busbw_baseline_gbs: float | None = Field(ge=0, description="Intra-node all-reduce bus bandwidth, GB/s.")
@@ -84,7 +87,7 @@ class InstanceType(_Data):
             raise ValueError(f"measured figures without measuredDate and measuredCommand: {', '.join(sorted(figures))}")
         if self.measured_date is None:
             nulls -= {*MEASURED, "measuredDate", "measuredCommand"}  # never measured: nothing to explain
-        if missing := sorted(nulls - self.unknown.keys()):
+        if missing := sorted(nulls - self.unknown.keys() - {"priceCnyPerHour"}):  # only China sites publish one
             raise ValueError(f"null without a reason in `unknown`: {', '.join(missing)}")
         if extra := sorted(self.unknown.keys() - nulls):
             raise ValueError(f"`unknown` names fields that are not null: {', '.join(extra)}")

@@ -106,6 +106,9 @@ class CloudProfile:
     # Every call its nodes make with their role and the action it is authorised by: what the node policy grants
     # (components/clouds/permissions.py, docs/cloud-facts.md#node-permissions); () = the nodes have no role.
     node_calls: tuple[Call, ...] = ()
+    # The currency a spot bid is in where the cloud's spot instances need a max price: a stack without
+    # market.maxSpotPrice bids the type's on-demand list price in it (components/plan/prices.py); "" = no bid needed.
+    spot_bid_currency: str = ""
     spot_discount: float = 0.0
     reserved_discount: float = 0.0
     # Base64 bytes of user-data a node may get: 16 KB on EC2, ECS and CVM alike

@@ -40,6 +40,7 @@ from components.plan.model import (
     ScalingPlan,
 )
 from components.plan.placement import PlacementAsk
+from components.plan.prices import spot_ceiling
 from components.plan.rollout import REPLACE, RESET_REFRESH
 from components.plan.workers import per_market
 from components.stackfile import CLUSTER_KEY
@@ -123,9 +124,15 @@ def international_spot(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Probl
 
 
 def spot_price(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
-    if spec.market.spot_percent > 0 and spec.market.max_spot_price is None:
-        yield Problem(_at("market.maxSpotPrice"), "SPOTPAID instances and AS configs need a max price.",
-                      "set market.maxSpotPrice (per node-hour, in the account's billing currency).")
+    """SPOTPAID needs a max price: the stack's, else the type's China-site list price (spot is China-site only, and
+    that site bills in CNY: docs/cloud-facts.md#list-prices); refused only where neither is known."""
+    row = catalog.lookup(spec.cloud, spec.instance_type)
+    if spec.market.spot_percent > 0 and row is not None and spot_ceiling(
+            spec.market.max_spot_price, row, cloud.spot_bid_currency) is None:
+        yield Problem(_at("market.maxSpotPrice"), f"SPOTPAID instances and AS configs need a max price, and "
+                      f"{spec.instance_type} has no published {cloud.spot_bid_currency} list price to default to.",
+                      f"set market.maxSpotPrice (per node-hour, in {cloud.spot_bid_currency}), or use a type with a "
+                      "list price in the catalog.")
 
 
 def hcc(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
@@ -197,6 +204,7 @@ TENCENTCLOUD = CloudProfile(
     store_hosts=store_hosts,
     api_client=("tencentcloud-sdk-python-common==3.1.195",),  # docs/cloud-facts.md#tencent-node-api
     node_calls=NODE_CALLS,
+    spot_bid_currency="CNY",
     spot_discount=0.60,
     reserved_discount=0.30,
     unsupported=MappingProxyType({

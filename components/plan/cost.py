@@ -13,10 +13,10 @@ from datetime import date
 from components.catalog import InstanceType, catalog
 from components.clouds.base import CloudProfile
 from components.plan.model import CostPlan, MarketPlan, ScalingPlan
+from components.plan.prices import ListPrice
 
 HOURS_PER_MONTH = 730
 MAX_PRICE_AGE_DAYS = 120
-CURRENCY = "USD"
 
 
 @dataclass(frozen=True)
@@ -113,11 +113,12 @@ def same_gpus(gpu_model: str, gpus: int, spot_share: float, clouds: list[CloudPr
     return sorted(options, key=lambda o: (o.estimate.spot_mix is None, o.estimate.spot_mix or 0.0, o.cloud))
 
 
-def plan_cost(cloud: CloudProfile, price: float | None, market: MarketPlan, scaling: ScalingPlan) -> CostPlan:
-    """The plan's cost line: expected = the spot mix, reserved where the stack names a reservation (not a block)."""
+def plan_cost(cloud: CloudProfile, price: ListPrice, market: MarketPlan, scaling: ScalingPlan) -> CostPlan:
+    """The plan's cost line, in the list price's currency: expected = the spot mix, reserved where the stack names a
+    reservation (not a block)."""
     table = catalog(cloud.name)
-    found = estimate(price, scaling.nodes_desired, spot_nodes(market, scaling), Assumptions.of(cloud))
+    found = estimate(price.hourly, scaling.nodes_desired, spot_nodes(market, scaling), Assumptions.of(cloud))
     reserved = market.reservation_id and not market.capacity_block
-    return CostPlan(currency=CURRENCY, on_demand_hourly=found.on_demand,
+    return CostPlan(currency=price.currency, on_demand_hourly=found.on_demand,
                     expected_hourly=found.reserved if reserved else found.spot_mix,
                     price_date=table.price_date if table else "", price_source=table.price_source if table else "")

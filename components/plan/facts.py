@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from components.clouds import profile
 from components.clouds.base import ImageQuery
+from components.plan.candidates import Availability, Candidate, candidates
 from components.spec import ClusterSpec
 
 
@@ -23,9 +24,10 @@ class Lookups:
     instance_type: str = ""
     account_id: bool = False
     capacity_block_zone: str = ""  # the zone of the account's active Capacity Block for instance_type; "" = not asked
+    candidates: tuple[Candidate, ...] = ()  # the places whose capacity to look up, in order; () = not asked
 
     def __bool__(self) -> bool:
-        return self.image is not None or self.account_id or bool(self.capacity_block_zone)
+        return self.image is not None or self.account_id or bool(self.capacity_block_zone) or bool(self.candidates)
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class DeployFacts:
     image_id: str | None = None
     account_id: str | None = None
     reservation_id: str | None = None
+    capacity: tuple[Availability, ...] = ()  # per candidate asked, in its order
 
 
 def lookups(spec: ClusterSpec) -> Lookups:
@@ -46,3 +49,9 @@ def lookups(spec: ClusterSpec) -> Lookups:
     block = spec.market.capacity_block and not spec.market.reservation_id
     return Lookups(image=image, instance_type=spec.instance_type if image or block else "", account_id=account,
                    capacity_block_zone=spec.zone if block else "")
+
+
+def capacity_lookups(spec: ClusterSpec) -> Lookups:
+    """The capacity of every candidate, where the stack lists more than its own place; asked before the other
+    look-ups, which then ask about the candidate chosen."""
+    return Lookups(candidates=candidates(spec) if spec.candidates else ())

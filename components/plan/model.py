@@ -10,6 +10,7 @@ from components.catalog import InstanceType
 from components.plan.node import NodePlan, SoftwarePlan
 
 if TYPE_CHECKING:
+    from components.plan.candidates import Availability
     from components.plan.rollout import RolloutPlan
 
 HEAD, WORKER = "head", "worker"
@@ -293,6 +294,14 @@ class ClusterPlan:
     ranks_per_node: int
     cost: CostPlan
     tags: tuple[tuple[str, str], ...]
+    capacity: tuple[Availability, ...] = ()  # each candidate's availability at deploy time; () = none asked
+    # The types worker scaling groups launch, highest priority first (components/plan/fallback.py); () = the planned.
+    launch_types: tuple[str, ...] = ()
+
+    @property
+    def worker_types(self) -> tuple[str, ...]:
+        """The instance types a worker scaling group may launch, highest priority first: the planned type first."""
+        return self.launch_types or (self.instance.name,)
 
     @property
     def tag_map(self) -> dict[str, str]:

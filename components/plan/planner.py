@@ -15,6 +15,7 @@ from components.clouds.base import CloudProfile
 from components.plan.cost import plan_cost
 from components.plan.fabric import plan_fabric
 from components.plan.facts import DeployFacts
+from components.plan.fallback import launch_types
 from components.plan.firewall import plan_firewall
 from components.plan.lifecycle import plan_lifecycle
 from components.plan.model import (
@@ -32,6 +33,7 @@ from components.plan.model import (
 from components.plan.network import plan_network
 from components.plan.node import NodePlan
 from components.plan.placement import ask_of
+from components.plan.prices import list_price, spot_ceiling
 from components.plan.rollout import plan_rollout
 from components.plan.software import plan_software
 from components.plan.userdata import METRICS_PORTS, Job, plan_node
@@ -78,15 +80,17 @@ def _image(spec: ClusterSpec, cloud: CloudProfile, facts: DeployFacts) -> ImageP
     return ImagePlan(ref=facts.image_id, has_drivers=auto.has_drivers, pinned=True)
 
 
-def _market(spec: ClusterSpec, cloud: CloudProfile, facts: DeployFacts) -> MarketPlan:
-    """The stack's market; a Capacity Block it names no reservation for is the one the deploy-time look-up found."""
+def _market(spec: ClusterSpec, cloud: CloudProfile, row: catalog.InstanceType, facts: DeployFacts) -> MarketPlan:
+    """The stack's market; a Capacity Block it names no reservation for is the one the deploy-time look-up found; a
+    cloud whose spot needs a max price the stack did not set bids the on-demand list price."""
     m = spec.market
     reservation = m.reservation_id or facts.reservation_id
     if m.capacity_block and reservation is None:
         raise ValueError("a Capacity Block without reservationId needs the deploy-time look-up (components.plan.facts)")
     return MarketPlan(on_demand_base=max(m.on_demand_base - 1, 0), spot_percent=m.spot_percent,
                       spot_strategy=cloud.spot_strategies.get(m.spot_strategy, m.spot_strategy),
-                      max_spot_price=m.max_spot_price, reservation_id=reservation, capacity_block=m.capacity_block)
+                      max_spot_price=spot_ceiling(m.max_spot_price, row, cloud.spot_bid_currency),
+                      reservation_id=reservation, capacity_block=m.capacity_block)
 
 
 def job_args(settings: Mapping[str, Any]) -> tuple[str, ...]:
@@ -116,7 +120,7 @@ def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None, *, boo
     fabric = plan_fabric(spec.network.fabric, row, cloud.nccl_env)
     network = plan_network(spec.network.vpc_cidr, cloud.mtu[fabric.kind], cloud.nat_egress,
                            spec.network.registry_mirror or cloud.registry_mirror)
-    market = _market(spec, cloud, facts)
+    market = _market(spec, cloud, row, facts)
     scaling = ScalingPlan(nodes_min=spec.counts.min, nodes_desired=spec.counts.desired, nodes_max=spec.counts.max,
                           gpu_util_target=spec.autoscaling.gpu_util_target)
     placements = cloud.placement(ask_of(spec, row))
@@ -145,5 +149,6 @@ def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None, *, boo
         scaling=scaling, workers=workers,
         lifecycle=lifecycle, rollout=plan_rollout(cloud.rollout, workers, lifecycle.refresh_min_healthy_percent),
         storage=storage, head=head,
-        worker=worker, ranks_per_node=ranks, cost=plan_cost(cloud, row.price_usd_per_hour, market, scaling),
-        tags=tags)
+        worker=worker, ranks_per_node=ranks, cost=plan_cost(cloud, list_price(row), market, scaling),
+        tags=tags, capacity=facts.capacity,
+        launch_types=launch_types(spec, facts.capacity))

@@ -7,9 +7,11 @@ import importlib
 import importlib.util
 
 from components.clouds import CLOUDS
-from components.plan.facts import DeployFacts, lookups
+from components.plan.candidates import choose
+from components.plan.facts import DeployFacts, Lookups, capacity_lookups, lookups
 from components.plan.model import ClusterPlan
-from components.realizers.contract import ClusterOutputs, LookUps, Realizer, checked_outputs, conforming
+from components.realizers.contract import LookUps, Realizer, StackOutputs, checked_outputs, conforming
+from components.realizers.holders import gpu_holders
 from components.spec import ClusterSpec
 
 
@@ -27,12 +29,22 @@ def lookups_of(cloud: str) -> LookUps | None:
     return conforming(importlib.import_module(module), LookUps)
 
 
-def look_up(spec: ClusterSpec) -> DeployFacts:
-    """The deploy-time facts the spec needs, from the cloud's own data sources (none for most stacks)."""
-    wanted = lookups(spec)
-    return lookups_of(spec.cloud).look_up(wanted) if wanted else DeployFacts()
+def _answers(cloud: str, wanted: Lookups) -> DeployFacts:
+    return lookups_of(cloud).look_up(wanted) if wanted else DeployFacts()
 
 
-def realize(plan: ClusterPlan) -> ClusterOutputs:
-    """Declare the plan's resources on its cloud; returns the stack outputs, the same keys on every cloud."""
-    return checked_outputs(CLOUDS[plan.cloud].realizer, realizer_of(plan.cloud).realize(plan))
+def look_up(spec: ClusterSpec) -> tuple[ClusterSpec, DeployFacts]:
+    """The spec on its first candidate with capacity (the stack's own place where it lists no others), and the
+    deploy-time facts that spec needs, from the cloud's own data sources (none for most stacks)."""
+    capacity = _answers(spec.cloud, capacity_lookups(spec)).capacity
+    if capacity:
+        spec, _ = choose(spec, capacity)
+    return spec, DeployFacts(**{**vars(_answers(spec.cloud, lookups(spec))), "capacity": capacity})
+
+
+def realize(plan: ClusterPlan) -> StackOutputs:
+    """Declare the plan's resources on its cloud; returns the stack outputs, the same keys on every cloud: the
+    realizer's, and `gpuHolders`, every instance and group holding the cluster's GPUs
+    (components/realizers/holders.py)."""
+    outputs = checked_outputs(CLOUDS[plan.cloud].realizer, realizer_of(plan.cloud).realize(plan))
+    return StackOutputs(**outputs, gpuHolders=gpu_holders(outputs))

@@ -8,6 +8,7 @@ both through `conforming`, so a realizer that drifts from the contract fails whe
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any, Protocol, TypedDict, get_origin, get_type_hints
 
@@ -60,6 +61,20 @@ class ClusterOutputs(PlanOutputs):
     bringUp: str | None  # the command that brings the nodes up where `pulumi up` does not
 
 
+class GpuHolder(TypedDict):
+    """One thing that holds the cluster's GPU nodes: an instance, or a scaling group of them."""
+
+    kind: str  # "instance" or "scaling-group"
+    id: pulumi.Input[str]
+
+
+class StackOutputs(ClusterOutputs):
+    """What the program exports: the realizer's outputs and, derived from them, every GPU holder
+    (components/realizers/holders.py)."""
+
+    gpuHolders: list[GpuHolder]
+
+
 class Realizer(Protocol):
     """A realizer module: the plan as its cloud's resources, deciding nothing."""
 
@@ -74,8 +89,9 @@ class Realizer(Protocol):
 class LookUps(Protocol):
     """A cloud's look-ups module: what only the account can say, asked at deploy time (components/plan/facts.py)."""
 
-    # What the preview's mocks answer in place of the cloud, by invoke token (fleet/preview.py).
-    STAND_INS: dict[str, dict[str, Any]]
+    # What the preview's mocks answer in place of the cloud, by invoke token (fleet/preview.py): an answer, or a
+    # function of the invoke's arguments where the answer depends on them (capacity: components/realizers/stock.py).
+    STAND_INS: dict[str, dict[str, Any] | Callable[[dict[str, Any]], dict[str, Any]]]
 
     def look_up(self, wanted: Lookups) -> DeployFacts:
         """The answers to what the spec wants looked up."""

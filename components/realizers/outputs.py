@@ -12,12 +12,14 @@ from components.realizers.contract import PlanOutputs
 def plan_outputs(plan: ClusterPlan) -> PlanOutputs:
     """Where the head listens and the checkpoints go, what the cluster costs and when its head is replaced; which
     software matrix the nodes hold to, and where a stopped replacement loop shows: the failure records in the bucket
-    and the node metric gpufleet-report sets."""
+    and the node metric gpufleet-report sets. The USD costs are None where the plan is priced in another currency
+    (`fleet plan` shows it in that one)."""
+    usd = plan.cost.currency == "USD"
     return PlanOutputs(
         headAddress=plan.network.head_address,
         checkpointUri=plan.storage.checkpoint_uri,
-        hourlyCostUsd=plan.cost.expected_hourly,
-        onDemandHourlyUsd=plan.cost.on_demand_hourly,
+        hourlyCostUsd=plan.cost.expected_hourly if usd else None,
+        onDemandHourlyUsd=plan.cost.on_demand_hourly if usd else None,
         headReplacement=plan.lifecycle.head_replacement,
         rollout=[nodes.how for nodes in plan.rollout],
         nodes=plan.scaling.nodes_desired,

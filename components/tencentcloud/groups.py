@@ -28,20 +28,22 @@ class TcWorkerGroups(pulumi.ComponentResource):
         spread = where.spread_group_id.get(role.role)
         self.groups: dict[str, tencentcloud.as_.ScalingGroup] = {}
         for group in groups:
-            # What a worker of this group is: type, image, disk, group, role, user-data, its spread group if any.
+            # What a worker of this group is: its types in priority order (AS tries them in order,
+            # docs/cloud-facts.md#launch-fallback), image, disk, group, role, user-data, its spread group if any.
             config = tencentcloud.as_.ScalingConfig(
                 f"{name}-{group.name}-config", configuration_name=f"{name}-{group.name}", image_id=args.image.ref,
-                instance_types=[args.instance_type], security_group_ids=[where.group_id],
+                instance_types=list(args.worker_types), security_group_ids=[where.group_id],
                 system_disk_type=SYSTEM_DISK, system_disk_size=args.root_volume_gb,
                 cam_role_name=where.role_name, user_data=gzip_base64(role.user_data), public_ip_assigned=False,
                 disaster_recover_group_ids=[spread] if spread else None, instance_tags=tags, tags=tags,
                 opts=pulumi.ResourceOptions(parent=self, ignore_changes=image_ignore_changes(args.image)),
                 **market_args(args.market, group.market == SPOT, "as"))
-            # The group, in the nodes' subnet.
+            # The group, in the nodes' subnet, trying its subnets and types in their order (PRIORITY).
             self.groups[group.name] = tencentcloud.as_.ScalingGroup(
                 f"{name}-{group.name}-workers", scaling_group_name=f"{name}-{group.name}", configuration_id=config.id,
                 min_size=group.min_size, desired_capacity=group.desired, max_size=group.max_size,
-                vpc_id=where.vpc_id, subnet_ids=[where.subnet_id], retry_policy="INCREMENTAL_INTERVALS", tags=tags,
+                vpc_id=where.vpc_id, subnet_ids=[where.subnet_id], multi_zone_subnet_policy="PRIORITY",
+                retry_policy="INCREMENTAL_INTERVALS", tags=tags,
                 # A node that fails its gate at the group's minimum, where RemoveInstances is refused, powers off;
                 # the ping check finds it unreachable and the group launches its successor
                 # (docs/cloud-facts.md#rollout-replacement).

@@ -1,18 +1,47 @@
 """What only the Tencent Cloud account can say, asked at deploy time: the newest public image for `image: auto` and
-the account's APPID, which the default COS bucket's name ends in."""
+the account's APPID, which the default COS bucket's name ends in; and whether each candidate's type is on sale in its
+zone (docs/cloud-facts.md#capacity-look-ups)."""
 
 from __future__ import annotations
 
 import tencentcloud_iac_pulumi as tencentcloud
 
 from components.errors import Problem, SpecError
+from components.plan.candidates import Availability, Candidate
 from components.plan.facts import DeployFacts, Lookups
+from components.realizers.stock import sold_out
 from components.stackfile import CLUSTER_KEY
 
 IMAGES = "tencentcloud:Images/getInstance:getInstance"
 USER = "tencentcloud:User/getInfo:getInfo"
+TYPES = "tencentcloud:Instance/getTypes:getTypes"
+ON_SALE = "SELL"  # a zone instance config's status: SELL or SOLD_OUT
+
+
+def _types_stand_in(asked: dict) -> dict:
+    """The asked type in the asked zone, SOLD_OUT where the sold-out switch names it."""
+    filters = {f["name"]: f["values"] for f in asked.get("filters", [])}
+    rows = [{"instanceType": kind, "availabilityZone": zone, "status": "SOLD_OUT" if sold_out(zone, kind) else ON_SALE}
+            for kind in filters.get("instance-type", []) for zone in filters.get("zone", [])]
+    return {"id": "standin", "instanceTypes": rows}
+
+
 # What the preview's mocks answer in place of the cloud (fleet/preview.py); 1250000000 is COS's documented example.
-STAND_INS = {IMAGES: {"images": [{"imageId": "img-standin0"}]}, USER: {"appId": "1250000000"}}
+STAND_INS = {IMAGES: {"images": [{"imageId": "img-standin0"}]}, USER: {"appId": "1250000000"}, TYPES: _types_stand_in}
+
+
+def _availability(candidate: Candidate) -> Availability:
+    """Whether the type is on sale in the zone for the candidate's market (DescribeZoneInstanceConfigInfos' status;
+    docs/cloud-facts.md#capacity-look-ups)."""
+    found = tencentcloud.instance.get_types(filters=[
+        {"name": "zone", "values": [candidate.zone]},
+        {"name": "instance-type", "values": [candidate.instance_type]},
+        {"name": "instance-charge-type", "values": ["POSTPAID_BY_HOUR" if candidate.on_demand else "SPOTPAID"]},
+    ])
+    if any(row.status == ON_SALE for row in found.instance_types):
+        return Availability(candidate, True)
+    return Availability(candidate, False, f"{candidate.instance_type} is sold out in {candidate.zone} "
+                        "(zone instance configs: SOLD_OUT)")
 
 
 def _image(wanted: Lookups) -> str:
@@ -30,4 +59,5 @@ def _image(wanted: Lookups) -> str:
 
 def look_up(wanted: Lookups) -> DeployFacts:
     return DeployFacts(image_id=_image(wanted) if wanted.image else None,
-                       account_id=tencentcloud.user.get_info().app_id if wanted.account_id else None)
+                       account_id=tencentcloud.user.get_info().app_id if wanted.account_id else None,
+                       capacity=tuple(_availability(candidate) for candidate in wanted.candidates))

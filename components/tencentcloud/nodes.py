@@ -29,6 +29,7 @@ class NodeArgs:
     """The slice of the plan every node is made of."""
 
     instance_type: str
+    worker_types: tuple[str, ...]  # what a worker scaling group may launch, highest priority first
     image: ImagePlan
     root_volume_gb: int
     zone: str
@@ -37,7 +38,8 @@ class NodeArgs:
 
     @classmethod
     def of(cls, plan: ClusterPlan) -> NodeArgs:
-        return cls(instance_type=plan.instance.name, image=plan.image, root_volume_gb=plan.storage.root_volume_gb,
+        return cls(instance_type=plan.instance.name, worker_types=plan.worker_types,
+                   image=plan.image, root_volume_gb=plan.storage.root_volume_gb,
                    zone=plan.zone, market=plan.market, rollout=plan.rollout)
 
 

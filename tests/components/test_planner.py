@@ -15,6 +15,7 @@ from components.plan.cost import plan_cost
 from components.plan.fabric import plan_fabric
 from components.plan.firewall import plan_firewall
 from components.plan.network import plan_network
+from components.plan.prices import ListPrice
 from components.stackfile import load_stack_file
 from fleet.stacks import spec_and_plan
 from here.local.cloudconfig import document
@@ -122,7 +123,8 @@ def test_cost_unknown_price_is_none_not_zero():
     from components.clouds import profile
     from components.plan.model import MarketPlan, ScalingPlan
 
-    cost = plan_cost(profile("aws"), None, MarketPlan(0, 0, "x", None, None, False), ScalingPlan(1, 1, 1, None))
+    cost = plan_cost(profile("aws"), ListPrice("USD", None), MarketPlan(0, 0, "x", None, None, False),
+                     ScalingPlan(1, 1, 1, None))
     assert cost.expected_hourly is None and cost.on_demand_hourly is None
 
 

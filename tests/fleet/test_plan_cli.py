@@ -18,8 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_json_shape_and_exit_code(capsys):
     assert main(["plan", "--stack", "aws-p5", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert set(document) == {"stack", "cloud", "resources", "outputs", "cost", "warnings", "violations"}
-    assert document["warnings"] == []
+    assert set(document) == {"stack", "cloud", "resources", "outputs", "cost", "capacity", "warnings",
+                             "violations"}
+    assert document["warnings"] == [] and document["capacity"] == [], "no candidates: no capacity look-up"
     assert document["stack"] == "aws-p5" and document["cloud"] == "aws"
     resource = next(r for r in document["resources"] if r["type"] == "aws:ec2/launchTemplate:LaunchTemplate")
     assert set(resource) == {"type", "name", "parent", "inputs", "options"}

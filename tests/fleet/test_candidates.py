@@ -1,0 +1,74 @@
+"""Candidates per cloud, through the real program under mocks and each cloud's capacity stand-ins: the first
+candidate sold out -> the next one is planned and built; none available -> refused before any resource, naming every
+candidate and why; a candidate the cloud cannot build is refused like the stack
+(docs/cloud-facts.md#capacity-look-ups)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components.errors import SpecError
+from components.realizers.stock import SOLD_OUT
+from components.stackfile import load_stack_file
+from fleet.plan_command import capacity_of
+from fleet.preview import run_program
+from fleet.stacks import spec_and_plan
+
+STACKS = Path(__file__).resolve().parents[2] / "stacks"
+# A shipped stack per cloud and a second type of the same family for its candidate list.
+CASES = {"aws": ("aws-g4dn-dev", "g4dn.2xlarge"), "alicloud": ("ali-spot", "ecs.gn7i-c16g1.4xlarge"),
+         "tencentcloud": ("tencent-spot", "GN7.5XLARGE80")}
+
+
+@pytest.fixture(params=sorted(CASES))
+def stack(request, write_stack):
+    """The cloud's shipped stack with one more candidate: the second type, in the same zone."""
+    name, second = CASES[request.param]
+    config = yaml.safe_load((STACKS / f"Pulumi.{name}.yaml").read_text())["config"]
+    cluster = config.pop("gpufleet:cluster")
+    cluster["candidates"] = [{"instanceType": second}]
+    return load_stack_file(write_stack(cluster, region=None, extra=config)), cluster
+
+
+def test_the_first_candidate_sold_out_the_second_is_built(stack, monkeypatch):
+    stack_file, cluster = stack
+    first, second = cluster["instanceType"], cluster["candidates"][0]["instanceType"]
+    monkeypatch.setenv(SOLD_OUT, first)
+    spec, plan = spec_and_plan(stack_file)
+    assert plan.instance.name == second and spec.instance_type == second
+    shown = capacity_of(plan)
+    assert [a["available"] for a in shown] == [False, True] and shown[1]["chosen"]
+    assert "sold out" in shown[0]["reason"] or "does not offer" in shown[0]["reason"]
+    text = repr([r["inputs"].get(key) for r in run_program(stack_file).resources
+                 for key in ("instanceType", "instanceTypes", "instanceTypeOverrides")])
+    assert second in text and first not in text, "every node is of the chosen candidate's type"
+
+
+def test_the_stacks_own_place_is_taken_when_it_has_capacity(stack, monkeypatch):
+    stack_file, cluster = stack
+    monkeypatch.delenv(SOLD_OUT, raising=False)
+    _, plan = spec_and_plan(stack_file)
+    assert plan.instance.name == cluster["instanceType"] and capacity_of(plan)[0]["chosen"]
+
+
+def test_none_available_is_refused_before_any_resource(stack, monkeypatch):
+    stack_file, cluster = stack
+    monkeypatch.setenv(SOLD_OUT, f"{cluster['instanceType']},{cluster['candidates'][0]['instanceType']}")
+    with pytest.raises(SpecError) as caught:
+        run_program(stack_file)
+    (problem,) = caught.value.problems
+    assert problem.path.endswith(".candidates") and "nothing was created" in problem.message
+    for kind in (cluster["instanceType"], cluster["candidates"][0]["instanceType"]):
+        assert f"{kind} in {cluster['zone']}" in problem.message
+
+
+def test_a_candidate_the_cloud_cannot_build_is_refused(stack, write_stack):
+    stack_file, cluster = stack
+    cluster = {**cluster, "candidates": [{"instanceType": "no-such-type"}]}
+    config = {k: v for k, v in stack_file.config.items() if k != "gpufleet:cluster"}
+    with pytest.raises(SpecError) as caught:
+        spec_and_plan(load_stack_file(write_stack(cluster, region=None, extra=config)))
+    assert any(p.path.endswith("candidates[0]") and "no-such-type" in p.message for p in caught.value.problems)
