@@ -16,7 +16,8 @@ from components.stackfile import CLUSTER_KEY
 
 def region_key(raw: object) -> str | None:
     """The provider key holding the region (`aws:region`, ...), where Pulumi users already set it."""
-    cloud = CLOUDS.get(raw.get("cloud")) if isinstance(raw, dict) else None
+    written = raw.get("cloud") if isinstance(raw, dict) else None
+    cloud = CLOUDS.get(written) if isinstance(written, str) else None  # `cloud: [aws]` is the spec's to refuse
     return cloud.region_key if cloud else None
 
 

@@ -82,7 +82,7 @@ def is_hcc(row: InstanceType) -> bool:
 
 def bucket_appid(bucket: str) -> str | None:
     """The APPID a COS bucket name ends with."""
-    match = BUCKET_WITH_APPID.match(bucket)
+    match = BUCKET_WITH_APPID.fullmatch(bucket)
     return match[1] if match else None
 
 
@@ -144,7 +144,7 @@ def hcc(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
 def bucket_name(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
     """A bucket the stack names must end in the APPID; without one, the default is named after the account's."""
     bucket = spec.storage.checkpoint_bucket
-    if bucket is not None and not BUCKET_WITH_APPID.match(bucket):
+    if bucket is not None and not BUCKET_WITH_APPID.fullmatch(bucket):
         yield Problem(_at("storage.checkpointBucket"), f"{bucket!r} does not end in the account's APPID; COS bucket "
                       "names are <name>-<APPID>.", "set it like gpufleet-ckpt-1250000000 (your APPID), or remove "
                       "it for a bucket named after the cluster and the account.")
