@@ -64,6 +64,9 @@ LIMITS = CloudLimits(
     reservation_example="crp-bp67acfmxazb4ph6xxxx",
     reservation_hint="the elasticity assurance or capacity reservation id the ECS console shows",
     subnet_word="vSwitch",
+    group_rules_max=200,
+    group_rules_together=True,
+    root_volume_max_gb=2048,
 )
 
 

@@ -44,6 +44,7 @@ LIMITS = CloudLimits(
     bucket_reserved_prefixes=("xn--", "sthree-", "amzn-s3-demo-"),
     bucket_reserved_suffixes=("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"),
     own_tag_keys=("name",),  # Name, set per resource
+    group_rules_max=60,
 )
 
 

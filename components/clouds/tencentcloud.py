@@ -65,6 +65,7 @@ LIMITS = CloudLimits(
     # <name>-<appid>.cos.<region>.myqcloud.com is at most 60 characters.
     bucket_domain="{bucket}.cos.{region}.myqcloud.com",
     bucket_domain_max=60,
+    group_rules_max=100,
 )
 
 

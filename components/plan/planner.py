@@ -4,7 +4,6 @@ beyond reading the bundled training code to hash it."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from typing import Any
 
 from components import catalog
@@ -12,6 +11,7 @@ from components.bootstrap import render_user_data
 from components.bundle import bundle_sha256
 from components.clouds import booted_profile, profile
 from components.clouds.base import CloudProfile
+from components.jobs import job_args
 from components.plan.cost import plan_cost
 from components.plan.fabric import plan_fabric
 from components.plan.facts import DeployFacts
@@ -36,7 +36,6 @@ from components.plan.software import plan_software
 from components.plan.userdata import METRICS_PORTS, Job, plan_node
 from components.rules import ranks_per_node
 from components.spec import ClusterSpec
-from training.config import flag
 
 # Where checkpoints go in the bucket; the code bundle sits beside them under code/.
 CHECKPOINT_PREFIX = "checkpoints"
@@ -86,11 +85,6 @@ def _market(spec: ClusterSpec, cloud: CloudProfile, facts: DeployFacts) -> Marke
     return MarketPlan(on_demand_base=max(m.on_demand_base - 1, 0), spot_percent=m.spot_percent,
                       spot_strategy=cloud.spot_strategies.get(m.spot_strategy, m.spot_strategy),
                       max_spot_price=m.max_spot_price, reservation_id=reservation, capacity_block=m.capacity_block)
-
-
-def job_args(settings: Mapping[str, Any]) -> tuple[str, ...]:
-    """Settings of the training job (by field name) as its command-line flags, in name order."""
-    return tuple(f"{flag(name)}={value}" for name, value in sorted(settings.items()))
 
 
 def _job(spec: ClusterSpec, row: catalog.InstanceType) -> dict[str, Any]:

@@ -53,8 +53,8 @@ def test_a_key_given_twice_is_refused_with_both_lines(tmp_path, text, where, lin
 
 def test_a_merge_key_may_be_overridden(tmp_path):
     path = tmp_path / "Pulumi.merge.yaml"
-    path.write_text("config:\n  shared:base: &b {nodes: 2, cloud: aws}\n  gpufleet:cluster:\n    <<: *b\n    cloud: local\n"
-                    "    instanceType: cpu\n")
+    path.write_text("config:\n  shared:base: &b {nodes: 2, cloud: aws}\n  gpufleet:cluster:\n    <<: *b\n"
+                    "    cloud: local\n    instanceType: cpu\n")
     assert load_stack_file(path).config["gpufleet:cluster"] == {"nodes": 2, "cloud": "local", "instanceType": "cpu"}
 
 
