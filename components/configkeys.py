@@ -3,7 +3,7 @@ and no provider key carries credentials in plain text or points the provider at 
 
 A stack file is committed: a secret written in it is published, and an endpoint override sends the deploy's
 credentials and the whole cluster's resources wherever it points. The providers' keys are those of the packages this
-project pins (their `config/vars.py`; docs/cloud-facts.md#provider-config-keys).
+project pins (their `config/vars.py`), on each cloud's profile (docs/cloud-facts.md#provider-config-keys).
 """
 
 from __future__ import annotations
@@ -27,19 +27,6 @@ class ProviderKeys:
     environment: str  # the variables the provider reads the credentials from
     insecure: str = ""  # a flag refused when true
     protocol: str = ""  # a key refused unless it says HTTPS
-
-
-# docs/cloud-facts.md#provider-config-keys
-PROVIDERS: dict[str, ProviderKeys] = {
-    "aws": ProviderKeys(credentials=("accessKey", "secretKey", "token"), endpoints=("endpoints",),
-                        environment="AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)", insecure="insecure"),
-    "alicloud": ProviderKeys(credentials=("accessKey", "secretKey", "securityToken"),
-                             endpoints=("endpoints", "logEndpoint", "mnsEndpoint"),
-                             environment="ALICLOUD_ACCESS_KEY, ALICLOUD_SECRET_KEY", protocol="protocol"),
-    "tencentcloud": ProviderKeys(credentials=("secretId", "secretKey", "securityToken"),
-                                 endpoints=("domain", "cosDomain"),
-                                 environment="TENCENTCLOUD_SECRET_ID, TENCENTCLOUD_SECRET_KEY", protocol="protocol"),
-}
 
 
 def _encrypted(value: Any) -> bool:
@@ -77,6 +64,15 @@ def config_key_problems(config: Mapping[str, Any]) -> list[Problem]:
             problems.append(Problem(key, f"is in gpufleet's namespace, but gpufleet reads only `{CLUSTER_KEY}`: this "
                                     "would be ignored.", f"move its settings under `{CLUSTER_KEY}`, or remove it "
                                     "(a note belongs in a YAML comment)."))
-        elif namespace in PROVIDERS:
-            problems += _provider(key, value, PROVIDERS[namespace])
+        elif (keys := providers().get(namespace)) is not None:
+            problems += _provider(key, value, keys)
     return problems
+
+
+def providers() -> dict[str, ProviderKeys]:
+    """Each registered cloud's provider keys, by its config namespace (`CloudProfile.provider_keys`). Asked when a
+    file is read, since the profiles import this module."""
+    from components.clouds import CLOUDS
+
+    return {cloud.region_key.split(":", 1)[0]: cloud.provider_keys for cloud in CLOUDS.values()
+            if cloud.region_key and cloud.provider_keys}

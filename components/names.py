@@ -95,13 +95,19 @@ def _bucket_suggestion(bucket: str, lim: CloudLimits) -> str:
 
 def bucket(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:
     """A bucket the stack names is one name, by the cloud's rules; never a wildcard or a URL."""
-    written = spec.storage.checkpoint_bucket
+    storage = spec.storage
+    if storage.checkpoint_bucket is not None and storage.existing_bucket is not None:
+        yield Problem(_at("storage.existingBucket"), "and checkpointBucket are both set: the first names a bucket the "
+                      "stack uses as it finds it, the second one it creates.", "keep one of them.")
+        return
+    key = "checkpointBucket" if storage.checkpoint_bucket is not None else "existingBucket"
+    written = storage.checkpoint_bucket or storage.existing_bucket
     if written is None:
         return
-    path = _at("storage.checkpointBucket")
+    path = _at(f"storage.{key}")
     if cloud.bucket_scheme == "file":
         yield Problem(path, "a local cluster keeps checkpoints in its own directory (/tmp/gpufleet-<name>/bucket), "
-                      "not in a bucket.", "remove checkpointBucket.")
+                      "not in a bucket.", f"remove {key}.")
         return
     if "://" in written or written.startswith("arn:") or "/" in written:
         yield Problem(path, f"{written!r} is a URL, ARN or path; the field takes the bucket's name alone (checkpoints "

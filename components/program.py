@@ -25,7 +25,7 @@ def load(raw: object, region: str, stack: str) -> tuple[ClusterSpec, ClusterPlan
     """The cluster object and region -> spec -> the cloud's deploy-time facts -> plan, or a SpecError listing every
     problem. Look-ups go through the Pulumi runtime: the engine's providers, or the preview's mocks."""
     spec = validate(raw, region, stack)
-    return spec, plan(spec, stack, look_up(spec))
+    return spec, plan(spec, stack, look_up(spec), project=pulumi.get_project())
 
 
 def plan_from_config() -> ClusterPlan:

@@ -116,7 +116,10 @@ class Autoscaling(SpecModel):
 class Storage(SpecModel):
     """Checkpoint storage and disks."""
 
-    checkpoint_bucket: str | None = Field(None, description="Bucket name; unset: one named after the stack.")
+    checkpoint_bucket: str | None = Field(None, description="Name of a new bucket the stack creates (and `pulumi "
+                                          "destroy` deletes); unset: one named after the cluster and its identity.")
+    existing_bucket: str | None = Field(None, description="Name of a bucket the account already has, for the "
+                                        "checkpoints: the stack neither creates, configures nor ever deletes it.")
     bundle_domain: str | None = Field(
         None, description="Alibaba Cloud, Chinese mainland regions: a domain with an ICP filing; `pulumi up` binds "
                           "<bucket>.<this domain> to the bucket and writes the code bundle through it. Unset: through "

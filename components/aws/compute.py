@@ -54,7 +54,7 @@ class ComputeArgs:
     @classmethod
     def of(cls, plan: ClusterPlan, subnet_id: pulumi.Input[str], group_id: pulumi.Input[str],
            profile_arn: pulumi.Input[str]) -> ComputeArgs:
-        return cls(cluster=plan.name, instance_type=plan.instance.name, image=plan.image,
+        return cls(cluster=plan.identity, instance_type=plan.instance.name, image=plan.image,
                    interfaces=plan.fabric.interfaces, root_volume_gb=plan.storage.root_volume_gb,
                    head_address=plan.network.head_address,
                    market=plan.market, placements=plan.placements, roles=(plan.head, plan.worker),

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from components.clouds.base import AutoImage, CloudProfile
 from components.clouds.permissions import ANY, METRIC, OWN_GROUPS, OWN_INSTANCES, SESSION, api_call, store_calls
+from components.configkeys import ProviderKeys
 from components.errors import Problem
 from components.limits import ON_CLOUDS, CloudLimits, TagRules
 from components.plan.lifecycle import DRAIN, HEAD_REPLACED, HEALTH_GRACE, REBALANCE, REFRESH
@@ -112,6 +113,10 @@ AWS = CloudProfile(
     name="aws",
     title="AWS",
     region_key="aws:region",
+    # docs/cloud-facts.md#provider-config-keys
+    provider_keys=ProviderKeys(credentials=("accessKey", "secretKey", "token"), endpoints=("endpoints",),
+                               environment="AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)",
+                               insecure="insecure"),
     fabrics=frozenset({"efa", "tcp"}),
     mtu=MappingProxyType({"efa": 9001, "tcp": 9001}),
     bucket_scheme="s3",
