@@ -19,7 +19,7 @@ from pydantic_core import PydanticCustomError
 from components.errors import Problem
 from components.specmodel import SpecModel
 from components.stackfile import CLUSTER_KEY
-from training.config import Setting, setting_name, settings
+from training.config import Setting, flag, setting_name, settings
 
 # Settings every node sets on the job's command line itself, and why a stack may not.
 PLATFORM_OWNED = {
@@ -87,3 +87,8 @@ def one_spelling(job: Mapping[Any, Any]) -> tuple[dict[str, Any], dict[str, str]
 def platform_owned(key: str) -> str | None:
     """Why every node sets the setting ``key`` names itself, where it does (None otherwise)."""
     return PLATFORM_OWNED.get(setting_name(key))
+
+
+def job_args(settings: Mapping[str, Any]) -> tuple[str, ...]:
+    """Settings of the training job (by field name) as its command-line flags, in name order."""
+    return tuple(f"{flag(name)}={value}" for name, value in sorted(settings.items()))

@@ -60,6 +60,10 @@ class CloudLimits:
     bucket_domain_max: int = 0
     # Tag keys (lowercase) gpufleet sets per resource on this cloud besides its own gpufleet:* and managed-by.
     own_tag_keys: tuple[str, ...] = ()
+    # Rules one security group takes: in each direction, or in and out together (group_rules_together).
+    group_rules_max: int | None = None
+    group_rules_together: bool = False
+    root_volume_max_gb: int | None = None  # the largest system disk the cloud makes
 
 
 # Tag keys gpufleet writes itself: discovery, IAM conditions and `fleet` commands rely on their values.

@@ -34,7 +34,7 @@ def _at(path: str) -> str:
 def cluster_name(stack: str) -> str:
     """The cluster name a stack implies: the stack's own name where it already is one, else a lowercase spelling of it
     with a short hash of the original, so that `Prod_EU` and `prod-eu` never name the same resources."""
-    if CLUSTER_NAME.match(stack):
+    if CLUSTER_NAME.fullmatch(stack):
         return stack
     digest = hashlib.sha256(stack.encode()).hexdigest()[:6]
     base = re.sub(r"[^a-z0-9]+", "-", stack.lower()).strip("-")
@@ -44,7 +44,7 @@ def cluster_name(stack: str) -> str:
 
 def checked_cluster_name(value: str) -> str:
     """A `name` the stack wrote, unchanged if it is a cluster name; else ValueError with a name that is."""
-    if CLUSTER_NAME.match(value):
+    if CLUSTER_NAME.fullmatch(value):
         return value
     raise ValueError(f"{value!r} is not a cluster name: use {CLUSTER_NAME_RULE}, e.g. {cluster_name(value)!r}")
 
@@ -95,13 +95,19 @@ def _bucket_suggestion(bucket: str, lim: CloudLimits) -> str:
 
 def bucket(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:
     """A bucket the stack names is one name, by the cloud's rules; never a wildcard or a URL."""
-    written = spec.storage.checkpoint_bucket
+    storage = spec.storage
+    if storage.checkpoint_bucket is not None and storage.existing_bucket is not None:
+        yield Problem(_at("storage.existingBucket"), "and checkpointBucket are both set: the first names a bucket the "
+                      "stack uses as it finds it, the second one it creates.", "keep one of them.")
+        return
+    key = "checkpointBucket" if storage.checkpoint_bucket is not None else "existingBucket"
+    written = storage.checkpoint_bucket or storage.existing_bucket
     if written is None:
         return
-    path = _at("storage.checkpointBucket")
+    path = _at(f"storage.{key}")
     if cloud.bucket_scheme == "file":
         yield Problem(path, "a local cluster keeps checkpoints in its own directory (/tmp/gpufleet-<name>/bucket), "
-                      "not in a bucket.", "remove checkpointBucket.")
+                      "not in a bucket.", f"remove {key}.")
         return
     if "://" in written or written.startswith("arn:") or "/" in written:
         yield Problem(path, f"{written!r} is a URL, ARN or path; the field takes the bucket's name alone (checkpoints "
@@ -130,7 +136,7 @@ def _tag_reasons(key: str, value: str, rules: TagRules) -> list[str]:
         reasons.append(f"the value has {len(value)} characters, more than {rules.value_max}")
     if rules.value_required and not value:
         reasons.append("the value is empty")
-    if (key and not rules.key_chars.match(key)) or not rules.value_chars.match(value):
+    if (key and not rules.key_chars.fullmatch(key)) or not rules.value_chars.fullmatch(value):
         reasons.append(f"it has characters the cloud refuses ({rules.chars_hint})")
     if key.strip() != key or value.strip() != value:
         reasons.append("it starts or ends with a space")
@@ -165,7 +171,7 @@ def reservation(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:
     """A capacity reservation id in the cloud's own format."""
     written = spec.market.reservation_id
     lim = cloud.limits
-    if written is None or lim.reservation_id is None or lim.reservation_id.match(written):
+    if written is None or lim.reservation_id is None or lim.reservation_id.fullmatch(written):
         return
     yield Problem(_at("market.reservationId"), f"{written!r} is not a capacity reservation id of "
                   f"{cloud.title} (they look like {lim.reservation_example}).",

@@ -16,7 +16,8 @@ from components.stackfile import CLUSTER_KEY
 
 def region_key(raw: object) -> str | None:
     """The provider key holding the region (`aws:region`, ...), where Pulumi users already set it."""
-    cloud = CLOUDS.get(raw.get("cloud")) if isinstance(raw, dict) else None
+    written = raw.get("cloud") if isinstance(raw, dict) else None
+    cloud = CLOUDS.get(written) if isinstance(written, str) else None  # `cloud: [aws]` is the spec's to refuse
     return cloud.region_key if cloud else None
 
 
@@ -24,7 +25,7 @@ def load(raw: object, region: str, stack: str) -> tuple[ClusterSpec, ClusterPlan
     """The cluster object and region -> spec -> the cloud's deploy-time facts -> plan, or a SpecError listing every
     problem. Look-ups go through the Pulumi runtime: the engine's providers, or the preview's mocks."""
     spec, facts = look_up(validate(raw, region, stack))
-    return spec, plan(spec, stack, facts)
+    return spec, plan(spec, stack, facts, project=pulumi.get_project())
 
 
 def plan_from_config() -> ClusterPlan:

@@ -21,6 +21,7 @@ from components.clouds.base import (
     CloudProfile,
 )
 from components.errors import Problem, SpecError
+from components.jobrules import job_as_read, spot_checkpoints
 from components.plan.candidates import candidate_problems
 from components.plan.placement import ask_of
 from components.spec import ClusterSpec, ShapeError, parse_spec
@@ -167,8 +168,8 @@ def unsupported(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
                           "remove the setting or choose another cloud.")
 
 
-RULES: tuple[Rule, ...] = (instance_type, node_counts, market, fabric, autoscaling, job, placement, bundle_domain,
-                           unsupported)
+RULES: tuple[Rule, ...] = (instance_type, node_counts, market, fabric, autoscaling, job, job_as_read, spot_checkpoints,
+                           placement, bundle_domain, unsupported)
 
 
 def problems_of(spec: ClusterSpec) -> list[Problem]:

@@ -78,7 +78,7 @@ class Network(SpecModel):
     @field_validator("registry_mirror")
     @classmethod
     def _mirror(cls, value: str | None) -> str | None:
-        if value is not None and not _MIRROR.match(value):
+        if value is not None and not _MIRROR.fullmatch(value):
             raise ValueError(f"{value!r} is not a registry URL like \"https://<id>.mirror.aliyuncs.com\"")
         return value
 
@@ -87,7 +87,7 @@ class Network(SpecModel):
     def _ports(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        match = _PORT_RANGE.match(value)
+        match = _PORT_RANGE.fullmatch(value)
         if not match:
             raise ValueError(f'{value!r} is not a port range like "50000-51000"')
         low, high = int(match[1]), int(match[2])
@@ -116,7 +116,10 @@ class Autoscaling(SpecModel):
 class Storage(SpecModel):
     """Checkpoint storage and disks."""
 
-    checkpoint_bucket: str | None = Field(None, description="Bucket name; unset: one named after the stack.")
+    checkpoint_bucket: str | None = Field(None, description="Name of a new bucket the stack creates (and `pulumi "
+                                          "destroy` deletes); unset: one named after the cluster and its identity.")
+    existing_bucket: str | None = Field(None, description="Name of a bucket the account already has, for the "
+                                        "checkpoints: the stack neither creates, configures nor ever deletes it.")
     bundle_domain: str | None = Field(
         None, description="Alibaba Cloud, Chinese mainland regions: a domain with an ICP filing; `pulumi up` binds "
                           "<bucket>.<this domain> to the bucket and writes the code bundle through it. Unset: through "
@@ -126,7 +129,7 @@ class Storage(SpecModel):
     @field_validator("bundle_domain")
     @classmethod
     def _domain(cls, value: str | None) -> str | None:
-        if value is not None and not _DOMAIN.match(value):
+        if value is not None and not _DOMAIN.fullmatch(value):
             raise ValueError(f"{value!r} is not a domain name like \"code.example.com\"")
         return value
 
@@ -209,6 +212,7 @@ _FIXES = {
     "greater_than": "raise it.",
     "less_than": "lower it.",
     "value_error": "correct the value as described.",
+    "control_character": "write it on one line, in quotes (`|` and `>` blocks end in a line break; use `|-`).",
 }
 
 
@@ -292,7 +296,8 @@ def parse_spec(raw: Any, region: str, stack: str) -> ClusterSpec:
         data["name"] = cluster_name(stack)
     refused: list[Problem] = []
     if written_region is not None:
-        own = CLOUDS[raw["cloud"]].region_key if raw.get("cloud") in CLOUDS else None
+        cloud = raw.get("cloud")
+        own = CLOUDS[cloud].region_key if isinstance(cloud, str) and cloud in CLOUDS else None
         keys = [own] if own else [cloud.region_key for cloud in CLOUDS.values() if cloud.region_key]
         refused.append(Problem(f"{CLUSTER_KEY}.region", f"is not a cluster setting: the region is the provider's "
                                f"own config key (e.g. {keys[0]}), so {written_region!r} here would be ignored.",

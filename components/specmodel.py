@@ -1,9 +1,12 @@
 """The base of every model of the `gpufleet:cluster` object (components/spec.py, the job's settings in
-components/jobs.py): frozen, unknown keys refused, camelCase keys, and a flag never read as a number."""
+components/jobs.py): frozen, unknown keys refused, camelCase keys, a flag never read as a number, and no control
+character (a line break included) in any text."""
 
 from __future__ import annotations
 
 import types
+import unicodedata
+from collections.abc import Iterator
 from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
@@ -21,6 +24,23 @@ def _leaf_types(annotation: Any) -> list[Any]:
     return [annotation]
 
 
+def _texts(value: Any) -> Iterator[str]:
+    """Every string in a value: itself, or the keys and items of a map or list."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _texts(key)
+            yield from _texts(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _texts(item)
+
+
+def _control(text: str) -> str | None:
+    return next((char for char in text if unicodedata.category(char) == "Cc"), None)
+
+
 class SpecModel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
 
@@ -36,4 +56,16 @@ class SpecModel(BaseModel):
                     "got {value}, where a number belongs (YAML reads yes, no, on and off as true and false)",
                     {"value": str(value).lower()},
                 )
+        return value
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_control_character(cls, value: Any) -> Any:
+        """Every string reaches a node's user-data, node.env or a command line, where a line break or an escape
+        ends or corrupts the line; YAML's `|` adds a line break at the end without showing it."""
+        for text in _texts(value):
+            if (char := _control(text)) is not None:
+                kind = "a line break" if char in "\n\r" else f"the control character {char!r}"
+                raise PydanticCustomError("control_character", "{text} holds {kind}; the value is one line of text",
+                                          {"text": repr(text[:60]), "kind": kind})
         return value

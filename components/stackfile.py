@@ -1,8 +1,10 @@
 """Reads a Pulumi stack file the way the Pulumi engine would, for tools that run without it (mocks, the CLI).
 
 Whatever the file holds, the answer is a StackFile or a SpecError that names the file and says what to do: a file
-that cannot be read, is not text, is in an encoding no editor should have saved it in, repeats a key (YAML would keep
-the last one silently), nests or expands aliases beyond any stack's size, or does not parse.
+that cannot be read, is not text, is in an encoding no editor should have saved it in, holds a control character
+(comments included), repeats a key or a `<<:` merge (YAML would keep the last one silently), writes a number YAML 1.1
+and 1.2 read differently, nests or expands aliases beyond any stack's size, or does not parse; and config keys that
+nothing would read, or that hold a provider's credentials in plain text (components/configkeys.py).
 """
 
 from __future__ import annotations
@@ -11,16 +13,16 @@ import codecs
 import json
 import re
 import stat
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from components.configkeys import CLUSTER_KEY, config_key_problems
 from components.errors import Problem, SpecError
 
-CLUSTER_KEY = "gpufleet:cluster"
-# A stack file is a few kilobytes; these bound what a broken or hostile one can cost before it is refused.
 MAX_BYTES = 256 * 1024
 MAX_DEPTH = 64
 MAX_NODES = 100_000  # values after every alias is expanded (an 800-byte "billion laughs" file holds 10^9)
@@ -29,6 +31,12 @@ _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (code
          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _MERGE = "tag:yaml.org,2002:merge"
+_INT, _FLOAT = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+# Numbers YAML 1.1 reads otherwise than YAML 1.2 (docs/cloud-facts.md#yaml-numbers): a leading zero (octal in 1.1 and
+# in Pulumi's go-yaml, decimal in 1.2), 0b binary, base-60 (1:30 is 90) and digit-group underscores.
+_YAML11_NUMBER = re.compile(r"[-+]?(0[0-9_]+|0b[01_]+|[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?|[0-9.]*_[0-9_.]*)")
+# Tab, line feed and carriage return are the only control characters YAML lets a file hold.
+_LAYOUT = "\t\n\r"
 
 
 @dataclass(frozen=True)
@@ -57,11 +65,11 @@ def stack_name_of(path: Path) -> str:
 
 def stack_name_problem(stack: str) -> str | None:
     """Why Pulumi would refuse this stack name, or None."""
-    if PULUMI_STACK_NAME.match(stack):
+    if PULUMI_STACK_NAME.fullmatch(stack):
         return None
     if not stack or len(stack) > 100:
         return f"stack name {stack!r} has {len(stack)} characters; Pulumi takes 1 to 100"
-    bad = sorted({c for c in stack if not PULUMI_STACK_NAME.match(c)})
+    bad = sorted({c for c in stack if not PULUMI_STACK_NAME.fullmatch(c)})
     return f"stack name {stack!r} has {', '.join(repr(c) for c in bad)}; Pulumi takes letters, digits, -, _ and ."
 
 
@@ -91,9 +99,16 @@ class _Loader(yaml.SafeLoader):
             if len(self.keys) > MAX_DEPTH:
                 raise _Refused(self.where(), f"nests more than {MAX_DEPTH} levels deep",
                                "flatten it: a stack's settings are a few levels deep.", self.peek_event().start_mark)
-            return super().compose_node(parent, index)
+            node = super().compose_node(parent, index)
         finally:
             self.keys.pop()
+        if (isinstance(node, yaml.ScalarNode) and node.tag in (_INT, _FLOAT) and node.style is None
+                and _YAML11_NUMBER.fullmatch(node.value)):
+            raise _Refused(self.where(label), f"{node.value} is a number YAML 1.1 reads otherwise than YAML 1.2 (a "
+                           "leading zero is octal to one and decimal to the other, 1:30 is 90, 0b binary)",
+                           f"write it in plain decimal digits without a leading zero, or in quotes ('{node.value}') "
+                           "if it is text.", node.start_mark)
+        return node
 
     def where(self, *more: str) -> str:
         """The path of keys to the node being composed (`gpufleet:cluster.network`), `config.` left out."""
@@ -104,6 +119,12 @@ class _Loader(yaml.SafeLoader):
     def compose_mapping_node(self, anchor: str | None) -> yaml.MappingNode:
         node = super().compose_mapping_node(anchor)
         seen: dict[Any, yaml.Node] = {}
+        merges = [key_node for key_node, _ in node.value if key_node.tag == _MERGE]
+        if len(merges) > 1:
+            lines = " and ".join(str(key_node.start_mark.line + 1) for key_node in merges)
+            raise _Refused(self.where("<<"), f"merges more than once into the same map (lines {lines}); YAML would "
+                           "silently keep one of them", "merge once, with a list: `<<: [*first, *second]` (the first "
+                           "named wins a key both hold), or write the keys out.", merges[1].start_mark)
         for key_node, _ in node.value:
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE:
                 continue
@@ -197,10 +218,30 @@ def _read(path: Path) -> bytes:
                           "check the path and the disk, then run the command again.") from None
 
 
+def _control_characters(text: str, source: str) -> None:
+    """A control character anywhere, a comment included (a form feed, a terminal colour code pasted from a shell):
+    YAML refuses most of them and the rest would reach a node's user-data, which cloud-init then cannot parse."""
+    problems = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        for column, char in enumerate(line, start=1):
+            if unicodedata.category(char) == "Cc" and char not in _LAYOUT:
+                key = line.split(":", 1)[0].strip() if ":" in line else ""
+                within = f" (in `{key}`)" if key and len(key) < 80 and key.isprintable() else ""
+                problems.append(Problem(f"{source}:line {number}, column {column}", f"holds the control character "
+                                        f"{unicodedata.name(char, f'U+{ord(char):04X}')} ({char!r}){within}; a stack "
+                                        "file is text.", "delete it (a pasted terminal colour code or page break)."))
+                if len(problems) == 10:
+                    raise SpecError(problems, source)
+    if problems:
+        raise SpecError(problems, source)
+
+
 def _parse(text: str, source: str) -> Any:
     """The YAML document, or a SpecError naming the file, the line and the fix."""
-    loader = _Loader(text)
+    _control_characters(text, source)
+    loader = None
     try:
+        loader = _Loader(text)
         root = loader.get_single_node()
         if root is None:
             return None
@@ -214,6 +255,10 @@ def _parse(text: str, source: str) -> Any:
     except RecursionError:
         raise SpecError([Problem("the file", "nests too deeply once its aliases are expanded.",
                                  "write the values out instead of nesting aliases.")], source) from None
+    except yaml.reader.ReaderError as error:
+        raise SpecError([Problem(source, f"holds a character YAML does not allow (#x{error.character:X}, character "
+                                 f"{error.position + 1} of the file).", "delete it; a stack file is plain text.")],
+                        source) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -222,7 +267,8 @@ def _parse(text: str, source: str) -> Any:
                                  "fix the indentation or quoting there (a YAML linter shows it).")],
                         source) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def _plain(value: Any, where: str, source: str) -> None:
@@ -289,6 +335,8 @@ def load_stack_file(path: Path) -> StackFile:
                                  f"put the cluster under `config: {{{CLUSTER_KEY}: {{...}}}}`.")], source)
     _plain(config, "", source)
     _misspelt(config, source)
+    if problems := config_key_problems(config):
+        raise SpecError(problems, source)
     _cluster_object(config)
     name = stack_name_of(path)
     if problem := stack_name_problem(name):

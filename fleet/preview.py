@@ -85,7 +85,7 @@ class _Mocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
         provided = computed(args.typ.split(":", 1)[0]).get(args.typ, {})
         state = {"arn": f"arn:mock:{args.typ}:{args.name}", "name": args.name, **provided, **args.inputs}
-        return f"{args.name}-id", state
+        return args.resource_id or f"{args.name}-id", state  # a read (`Resource.get`) keeps the id it asked for
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
         if args.token not in stand_ins():

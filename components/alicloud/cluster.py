@@ -30,9 +30,9 @@ class AliCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         tags = plan.tag_map
         network = AliNetwork(name, net=plan.network, zone=plan.zone, tags=tags, opts=child)
-        security = AliSecurity(name, cluster=plan.name, rules=plan.firewall, vpc_id=network.vpc.id, tags=tags,
+        security = AliSecurity(name, cluster=plan.identity, rules=plan.firewall, vpc_id=network.vpc.id, tags=tags,
                                opts=child)
-        identity = AliIdentity(name, tags=tags, opts=child)
+        identity = AliIdentity(plan.identity, tags=tags, opts=child)  # RAM names are the account's: the identity's
         storage = AliStorage(name, storage=plan.storage, region=plan.region, tags=tags, opts=child)
         nodes = NodeArgs.of(plan, network.private.id, security.group.id, identity.role.role_name)
         head = AliHead(name, nodes, plan.head, plan.network.head_address, opts=child)
@@ -40,7 +40,8 @@ class AliCluster(pulumi.ComponentResource):
         scaled = [AliWorkers(name, nodes, plan.worker, group, opts=child) for group in scaling]
         fixed = worker_instances(name, nodes, plan.worker, tuple(g for g in plan.workers if g.form == INSTANCES),
                                  head.deployment_set.id if head.deployment_set else None, child)
-        identity.grant(plan.storage.bucket, region=plan.region, cluster=plan.name,
+        # The grant names the bucket through its resource, so it waits for the bucket (made or read) to exist.
+        identity.grant(storage.bucket_name, region=plan.region, cluster=plan.identity,
                        scaling_groups=[group.group.id for group in scaled])
         self.outputs = ClusterOutputs(
             **plan_outputs(plan), headInstanceId=head.instance.id, image=head.instance.image_id,
@@ -50,7 +51,7 @@ class AliCluster(pulumi.ComponentResource):
             # The head's deployment set, made for the placement the head joins.
             placementGroups=[PlacementOutput(kind=p.kind, id=head.deployment_set.id)
                              for p in nodes.placements_of(plan.head)],
-            securityGroupId=security.group.id, bucket=storage.bucket.bucket, bringUp=None)
+            securityGroupId=security.group.id, bucket=storage.bucket_name, bringUp=None)
         self.register_outputs(self.outputs)
 
 

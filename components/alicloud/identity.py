@@ -48,10 +48,11 @@ class AliIdentity(pulumi.ComponentResource):
                                       opts=pulumi.ResourceOptions(parent=self))
         self.register_outputs({"roleName": self.role.role_name})
 
-    def grant(self, bucket: str, *, region: str, cluster: str, scaling_groups: Sequence[pulumi.Input[str]]) -> None:
+    def grant(self, bucket: pulumi.Input[str], *, region: str, cluster: str,
+              scaling_groups: Sequence[pulumi.Input[str]]) -> None:
         child = pulumi.ResourceOptions(parent=self)
-        document = pulumi.Output.all(*scaling_groups).apply(lambda groups: json.dumps(
-            node_policy(bucket, region=region, cluster=cluster, scaling_groups=groups)))
+        document = pulumi.Output.all(bucket, *scaling_groups).apply(lambda names: json.dumps(
+            node_policy(names[0], region=region, cluster=cluster, scaling_groups=names[1:])))
         # The role's only permissions.
         policy = alicloud.ram.Policy(f"{self._name}-node-policy", policy_name=f"{self._name}-node",
                                      policy_document=document, tags=self._tags, opts=child)

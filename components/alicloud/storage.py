@@ -20,6 +20,20 @@ class AliStorage(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:alicloud:Storage", f"{name}-storage", None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        if storage.existing:
+            # The stack's `existingBucket`, read as it is: never created, configured or deleted by this stack.
+            self.bucket = alicloud.oss.Bucket.get(f"{name}-checkpoints", storage.bucket, opts=child)
+        else:
+            self._create(name, storage, tags, child)
+        # The bucket's name, read off its resource: whatever names it through this waits for the bucket to exist.
+        self.bucket_name: pulumi.Output[str] = self.bucket.id if storage.existing else self.bucket.bucket
+        # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
+        alicloud.oss.BucketObject(f"{name}-code", bucket=self.bucket.id, key=storage.code_key,
+                                  source=str(write_bundle(BUNDLE_DIR, storage.code_sha256)),
+                                  opts=self._upload_options(name, storage, region))
+        self.register_outputs({"bucket": self.bucket.id})
+
+    def _create(self, name: str, storage: StoragePlan, tags: dict[str, str], child: pulumi.ResourceOptions) -> None:
         # The bucket, named by the plan so user-data can name it before it exists; encrypted at rest with OSS's own
         # keys (SSE-OSS), which the node's role reads and writes through without any KMS grant
         # (docs/cloud-facts.md#alibaba-oss).
@@ -32,11 +46,6 @@ class AliStorage(pulumi.ComponentResource):
                                              block_public_access=True, opts=child)
         # Every write kept as a version: a bad sync cannot destroy the last good checkpoint.
         alicloud.oss.BucketVersioning(f"{name}-versioning", bucket=self.bucket.id, status="Enabled", opts=child)
-        # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
-        alicloud.oss.BucketObject(f"{name}-code", bucket=self.bucket.id, key=storage.code_key,
-                                  source=str(write_bundle(BUNDLE_DIR, storage.code_sha256)),
-                                  opts=self._upload_options(name, storage, region))
-        self.register_outputs({"bucket": self.bucket.id})
 
     def _upload_options(self, name: str, storage: StoragePlan, region: str) -> pulumi.ResourceOptions:
         """The default provider, or the endpoint the plan names for the upload: the bucket's domain when the stack

@@ -29,11 +29,12 @@ class AwsCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         tags = plan.tag_map
         network = AwsNetwork(name, net=plan.network, zone=plan.zone, region=plan.region, tags=tags, opts=child)
-        security = AwsSecurity(name, cluster=plan.name, rules=plan.firewall, vpc_id=network.vpc.id, tags=tags,
+        security = AwsSecurity(name, cluster=plan.identity, rules=plan.firewall, vpc_id=network.vpc.id, tags=tags,
                                opts=child)
-        identity = AwsIdentity(name, cluster=plan.name, bucket=plan.storage.bucket,
-                               gpu_metric=plan.head.gpu_metric or plan.worker.gpu_metric, tags=tags, opts=child)
         self.storage = AwsStorage(name, storage=plan.storage, tags=tags, opts=child)
+        # The grant names the bucket through its resource, so it waits for the bucket (made or read) to exist.
+        identity = AwsIdentity(name, cluster=plan.identity, bucket=self.storage.bucket_name,
+                               gpu_metric=plan.head.gpu_metric or plan.worker.gpu_metric, tags=tags, opts=child)
         self.compute = AwsCompute(name, ComputeArgs.of(plan, network.private.id, security.group.id,
                                                        identity.profile.arn), opts=child)
         self.outputs = ClusterOutputs(
@@ -43,7 +44,7 @@ class AwsCluster(pulumi.ComponentResource):
             workerInstanceIds=[],
             placementGroups=[PlacementOutput(kind=kind, id=made.name)
                              for kind, made in self.compute.placement_groups.items()],
-            securityGroupId=security.group.id, bucket=self.storage.bucket.bucket, bringUp=None)
+            securityGroupId=security.group.id, bucket=self.storage.bucket_name, bringUp=None)
         self.register_outputs(self.outputs)
 
 

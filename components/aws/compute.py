@@ -55,7 +55,7 @@ class ComputeArgs:
     @classmethod
     def of(cls, plan: ClusterPlan, subnet_id: pulumi.Input[str], group_id: pulumi.Input[str],
            profile_arn: pulumi.Input[str]) -> ComputeArgs:
-        return cls(cluster=plan.name, instance_type=plan.instance.name, worker_types=plan.worker_types,
+        return cls(cluster=plan.identity, instance_type=plan.instance.name, worker_types=plan.worker_types,
                    image=plan.image,
                    interfaces=plan.fabric.interfaces, root_volume_gb=plan.storage.root_volume_gb,
                    head_address=plan.network.head_address,

@@ -56,7 +56,7 @@ def node_policy(cluster: str, bucket_name: str, gpu_metric: bool) -> dict:
 class AwsIdentity(pulumi.ComponentResource):
     """Role, inline policy and instance profile for every node."""
 
-    def __init__(self, name: str, *, cluster: str, bucket: str, gpu_metric: bool, tags: dict[str, str],
+    def __init__(self, name: str, *, cluster: str, bucket: pulumi.Input[str], gpu_metric: bool, tags: dict[str, str],
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:aws:Identity", f"{name}-identity", None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -67,7 +67,8 @@ class AwsIdentity(pulumi.ComponentResource):
                                  opts=child)
         # Its only permissions.
         aws.iam.RolePolicy(f"{name}-node-policy", role=self.role.id,
-                           policy=json.dumps(node_policy(cluster, bucket, gpu_metric)), opts=child)
+                           policy=pulumi.Output.from_input(bucket).apply(
+                               lambda name: json.dumps(node_policy(cluster, name, gpu_metric))), opts=child)
         # The profile the launch templates attach.
         self.profile = aws.iam.InstanceProfile(f"{name}-node-profile", role=self.role.name, tags=tags,
                                                opts=child)

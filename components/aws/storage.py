@@ -17,6 +17,20 @@ class AwsStorage(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:aws:Storage", f"{name}-storage", None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        if storage.existing:
+            # The stack's `existingBucket`, read as it is: never created, configured or deleted by this stack.
+            self.bucket = aws.s3.Bucket.get(f"{name}-checkpoints", storage.bucket, opts=child)
+        else:
+            self._create(name, storage, tags, child)
+        # The bucket's name, read off its resource: whatever names it through this waits for the bucket to exist.
+        self.bucket_name: pulumi.Output[str] = self.bucket.id if storage.existing else self.bucket.bucket
+        # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
+        bundle = write_bundle(BUNDLE_DIR, storage.code_sha256)
+        aws.s3.BucketObjectv2(f"{name}-code", bucket=self.bucket.id, key=storage.code_key,
+                              source=pulumi.FileAsset(str(bundle)), tags=tags, opts=child)
+        self.register_outputs({"bucket": self.bucket.id})
+
+    def _create(self, name: str, storage: StoragePlan, tags: dict[str, str], child: pulumi.ResourceOptions) -> None:
         # The bucket, named by the plan so user-data can name it before it exists.
         self.bucket = aws.s3.Bucket(f"{name}-checkpoints", bucket=storage.bucket, tags=tags, opts=child)
         # Every write kept as a version: a bad sync cannot destroy the last good checkpoint.
@@ -31,8 +45,3 @@ class AwsStorage(pulumi.ComponentResource):
         aws.s3.BucketPublicAccessBlock(f"{name}-public-access", bucket=self.bucket.id, block_public_acls=True,
                                        block_public_policy=True, ignore_public_acls=True,
                                        restrict_public_buckets=True, opts=child)
-        # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
-        bundle = write_bundle(BUNDLE_DIR, storage.code_sha256)
-        aws.s3.BucketObjectv2(f"{name}-code", bucket=self.bucket.id, key=storage.code_key,
-                              source=pulumi.FileAsset(str(bundle)), tags=tags, opts=child)
-        self.register_outputs({"bucket": self.bucket.id})

@@ -26,6 +26,7 @@ from components.clouds.base import (
     default_endpoint,
 )
 from components.clouds.permissions import ANY, OWN_GROUPS, OWN_INSTANCES, api_call, store_calls
+from components.configkeys import ProviderKeys
 from components.errors import Problem
 from components.limits import ON_CLOUDS, CloudLimits, TagRules
 from components.plan.model import (
@@ -66,6 +67,9 @@ LIMITS = CloudLimits(
     reservation_example="crp-bp67acfmxazb4ph6xxxx",
     reservation_hint="the elasticity assurance or capacity reservation id the ECS console shows",
     subnet_word="vSwitch",
+    group_rules_max=200,
+    group_rules_together=True,
+    root_volume_max_gb=2048,
 )
 
 
@@ -158,6 +162,10 @@ ALICLOUD = CloudProfile(
     name="alicloud",
     title="Alibaba Cloud",
     region_key="alicloud:region",
+    # docs/cloud-facts.md#provider-config-keys
+    provider_keys=ProviderKeys(credentials=("accessKey", "secretKey", "securityToken"),
+                               endpoints=("endpoints", "logEndpoint", "mnsEndpoint"),
+                               environment="ALICLOUD_ACCESS_KEY, ALICLOUD_SECRET_KEY", protocol="protocol"),
     fabrics=frozenset({"erdma", "tcp"}),
     mtu=MappingProxyType({"erdma": 8500, "tcp": 1500}),
     bucket_scheme="oss",

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from components.clouds.base import AutoImage, CloudProfile
 from components.clouds.permissions import ANY, METRIC, OWN_GROUPS, OWN_INSTANCES, SESSION, api_call, store_calls
+from components.configkeys import ProviderKeys
 from components.errors import Problem
 from components.limits import ON_CLOUDS, CloudLimits, TagRules
 from components.plan import rollout
@@ -45,6 +46,7 @@ LIMITS = CloudLimits(
     bucket_reserved_prefixes=("xn--", "sthree-", "amzn-s3-demo-"),
     bucket_reserved_suffixes=("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"),
     own_tag_keys=("name",),  # Name, set per resource
+    group_rules_max=60,
 )
 
 
@@ -112,6 +114,10 @@ AWS = CloudProfile(
     name="aws",
     title="AWS",
     region_key="aws:region",
+    # docs/cloud-facts.md#provider-config-keys
+    provider_keys=ProviderKeys(credentials=("accessKey", "secretKey", "token"), endpoints=("endpoints",),
+                               environment="AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)",
+                               insecure="insecure"),
     fabrics=frozenset({"efa", "tcp"}),
     mtu=MappingProxyType({"efa": 9001, "tcp": 9001}),
     bucket_scheme="s3",

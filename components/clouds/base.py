@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from components.clouds.permissions import Call
+from components.configkeys import ProviderKeys
 from components.limits import CloudLimits
 from components.plan.model import CodeUpload, FirewallRule, MarketPlan, PlacementPlan, ScalingPlan, WorkerGroupPlan
 from components.plan.workers import mixed_group
@@ -146,6 +147,8 @@ class CloudProfile:
     nat_egress: bool = True  # nodes leave through a NAT gateway (the local cluster has none)
     # Egress the cloud's own services need where its security groups deny what no rule allows (DNS, NTP).
     service_egress: tuple[FirewallRule, ...] = ()
+    # Its Pulumi provider's config keys a stack file may not hold (components/configkeys.py).
+    provider_keys: ProviderKeys | None = None
     # The Docker Hub mirror its nodes reach inside the cloud (the monitoring containers' pulls), "" = Docker Hub.
     registry_mirror: str = ""
     # Where the cloud has no Docker Hub mirror for every account: in such a region, how the stack names its own

@@ -27,6 +27,7 @@ from components.clouds.base import (
     ImageQuery,
 )
 from components.clouds.permissions import ANY, OWN_GROUPS, api_call, store_calls
+from components.configkeys import ProviderKeys
 from components.errors import Problem
 from components.limits import ON_CLOUDS, CloudLimits, TagRules
 from components.plan.model import (
@@ -67,6 +68,7 @@ LIMITS = CloudLimits(
     # <name>-<appid>.cos.<region>.myqcloud.com is at most 60 characters.
     bucket_domain="{bucket}.cos.{region}.myqcloud.com",
     bucket_domain_max=60,
+    group_rules_max=100,
 )
 
 
@@ -84,7 +86,7 @@ def is_hcc(row: InstanceType) -> bool:
 
 def bucket_appid(bucket: str) -> str | None:
     """The APPID a COS bucket name ends with."""
-    match = BUCKET_WITH_APPID.match(bucket)
+    match = BUCKET_WITH_APPID.fullmatch(bucket)
     return match[1] if match else None
 
 
@@ -151,9 +153,10 @@ def hcc(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
 
 def bucket_name(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
     """A bucket the stack names must end in the APPID; without one, the default is named after the account's."""
-    bucket = spec.storage.checkpoint_bucket
-    if bucket is not None and not BUCKET_WITH_APPID.match(bucket):
-        yield Problem(_at("storage.checkpointBucket"), f"{bucket!r} does not end in the account's APPID; COS bucket "
+    key = "existingBucket" if spec.storage.existing_bucket is not None else "checkpointBucket"
+    bucket = spec.storage.existing_bucket or spec.storage.checkpoint_bucket
+    if bucket is not None and not BUCKET_WITH_APPID.fullmatch(bucket):
+        yield Problem(_at(f"storage.{key}"), f"{bucket!r} does not end in the account's APPID; COS bucket "
                       "names are <name>-<APPID>.", "set it like gpufleet-ckpt-1250000000 (your APPID), or remove "
                       "it for a bucket named after the cluster and the account.")
 
@@ -191,6 +194,10 @@ TENCENTCLOUD = CloudProfile(
     name="tencentcloud",
     title="Tencent Cloud",
     region_key="tencentcloud:region",
+    # docs/cloud-facts.md#provider-config-keys
+    provider_keys=ProviderKeys(credentials=("secretId", "secretKey", "securityToken"),
+                               endpoints=("domain", "cosDomain"),
+                               environment="TENCENTCLOUD_SECRET_ID, TENCENTCLOUD_SECRET_KEY", protocol="protocol"),
     fabrics=frozenset({"rdma", "tcp"}),
     mtu=MappingProxyType({"rdma": 1500, "tcp": 1500}),
     bucket_scheme="cos",

@@ -45,7 +45,7 @@ def lookups(spec: ClusterSpec) -> Lookups:
     name must carry it; the Capacity Block a `capacityBlock` stack runs in when it names no reservation."""
     cloud = profile(spec.cloud)
     image = cloud.auto_image.lookup if spec.image == "auto" else None
-    account = cloud.account_in_bucket and not spec.storage.checkpoint_bucket
+    account = cloud.account_in_bucket and not (spec.storage.checkpoint_bucket or spec.storage.existing_bucket)
     block = spec.market.capacity_block and not spec.market.reservation_id
     return Lookups(image=image, instance_type=spec.instance_type if image or block else "", account_id=account,
                    capacity_block_zone=spec.zone if block else "")

@@ -206,6 +206,7 @@ class StoragePlan:
     code_sha256: str
     code_upload: CodeUpload
     root_volume_gb: int
+    existing: bool = False  # the stack's `existingBucket`: read, never created, configured or deleted by the stack
 
 
 @dataclass(frozen=True)
@@ -273,6 +274,9 @@ class ClusterPlan:
 
     name: str
     stack: str
+    # What tags, the nodes' permissions and role names are scoped by: unique per project, stack and region
+    # (components/identity.py), where `name` is only the user's label.
+    identity: str
     cloud: str
     region: str
     zone: str

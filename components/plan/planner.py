@@ -3,8 +3,6 @@ beyond reading the bundled training code to hash it."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Mapping
 from typing import Any
 
 from components import catalog
@@ -12,6 +10,8 @@ from components.bootstrap import render_user_data
 from components.bundle import bundle_sha256
 from components.clouds import booted_profile, profile
 from components.clouds.base import CloudProfile
+from components.identity import cluster_identity, identity_digest, project_name
+from components.jobs import job_args
 from components.plan.cost import plan_cost
 from components.plan.fabric import plan_fabric
 from components.plan.facts import DeployFacts
@@ -39,23 +39,23 @@ from components.plan.software import plan_software
 from components.plan.userdata import METRICS_PORTS, Job, plan_node
 from components.rules import ranks_per_node
 from components.spec import ClusterSpec
-from training.config import flag
 
 # Where checkpoints go in the bucket; the code bundle sits beside them under code/.
 CHECKPOINT_PREFIX = "checkpoints"
 
 
-def _bucket(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFacts) -> tuple[str, str | None]:
-    """The stack's bucket, else one named after the cluster plus a short hash of where it lives (deterministic and
-    unlikely to clash); with the account id the cloud's bucket names carry, if any."""
-    if spec.storage.checkpoint_bucket:
-        return spec.storage.checkpoint_bucket, cloud.bucket_account(spec.storage.checkpoint_bucket)
-    digest = hashlib.sha256(f"{spec.cloud}/{spec.region}/{spec.zone}/{name}".encode()).hexdigest()[:8]
+def _bucket(spec: ClusterSpec, cloud: CloudProfile, name: str, digest: str,
+            facts: DeployFacts) -> tuple[str, str | None]:
+    """The stack's bucket, else one named after the cluster plus the short hash of its identity (the same for every
+    run of the stack, another for any other project, stack or region); with the account id the cloud's bucket names
+    carry, if any."""
+    if written := spec.storage.checkpoint_bucket or spec.storage.existing_bucket:
+        return written, cloud.bucket_account(written)
     return cloud.bucket_name(name, digest, spec.region, facts.account_id), facts.account_id
 
 
-def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFacts) -> StoragePlan:
-    bucket, account = _bucket(spec, cloud, name, facts)
+def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str, digest: str, facts: DeployFacts) -> StoragePlan:
+    bucket, account = _bucket(spec, cloud, name, digest, facts)
     sha = bundle_sha256(kernels=spec.job.kernels != "off")
     code_key = f"code/{sha}.tar.gz"
     root = (f"file://{cloud.file_bucket.format(name=name)}" if cloud.bucket_scheme == "file"
@@ -65,7 +65,7 @@ def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFac
         raise ValueError(f"storage.bundleDomain reached the planner where it does not apply: {upload}")
     return StoragePlan(bucket=bucket, account_id=account, checkpoint_uri=f"{root}/{CHECKPOINT_PREFIX}",
                        code_key=code_key, code_uri=f"{root}/{code_key}", code_sha256=sha, code_upload=upload,
-                       root_volume_gb=spec.storage.root_volume_gb)
+                       root_volume_gb=spec.storage.root_volume_gb, existing=spec.storage.existing_bucket is not None)
 
 
 def _image(spec: ClusterSpec, cloud: CloudProfile, facts: DeployFacts) -> ImagePlan:
@@ -93,11 +93,6 @@ def _market(spec: ClusterSpec, cloud: CloudProfile, row: catalog.InstanceType, f
                       reservation_id=reservation, capacity_block=m.capacity_block)
 
 
-def job_args(settings: Mapping[str, Any]) -> tuple[str, ...]:
-    """Settings of the training job (by field name) as its command-line flags, in name order."""
-    return tuple(f"{flag(name)}={value}" for name, value in sorted(settings.items()))
-
-
 def _job(spec: ClusterSpec, row: catalog.InstanceType) -> dict[str, Any]:
     """The settings the stack wrote, with the GPU's peak TFLOP/s from the catalog for MFU unless the stack set one."""
     stated = spec.job.model_dump(exclude_unset=True)
@@ -110,13 +105,18 @@ def _role(node: NodePlan, tags: tuple[tuple[str, str], ...]) -> RolePlan:
     return RolePlan(role=node.role, node=node, user_data=render_user_data(node), tags=(*tags, (ROLE_TAG, node.role)))
 
 
-def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None, *, booted: bool = False) -> ClusterPlan:
+def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None, *, booted: bool = False,
+         project: str | None = None) -> ClusterPlan:
     """Decide the whole cluster for a spec that passed `components.rules.validate`, with the deploy-time facts its
-    `lookups` asked for; `booted`: for the boot harness's machines (`fleet up --boot`: clouds.booted_profile)."""
+    `lookups` asked for; `booted`: for the boot harness's machines (`fleet up --boot`: clouds.booted_profile);
+    `project`: the Pulumi project (default: this one's, Pulumi.yaml)."""
     facts = facts or DeployFacts()
     cloud = booted_profile(spec.cloud) if booted else profile(spec.cloud)
     row = catalog.lookup(spec.cloud, spec.instance_type)
     name = spec.name or stack
+    project = project or project_name()
+    digest = identity_digest(project, stack, spec.region)
+    identity = cluster_identity(name, project, stack, spec.region)
     fabric = plan_fabric(spec.network.fabric, row, cloud.nccl_env)
     network = plan_network(spec.network.vpc_cidr, cloud.mtu[fabric.kind], cloud.nat_egress,
                            spec.network.registry_mirror or cloud.registry_mirror)
@@ -126,7 +126,7 @@ def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None, *, boo
     placements = cloud.placement(ask_of(spec, row))
     if isinstance(placements, str):
         raise ValueError(f"unplaceable spec reached the planner: {placements}")
-    storage = _storage(spec, cloud, name, facts)
+    storage = _storage(spec, cloud, name, digest, facts)
     image = _image(spec, cloud, facts)
     software = plan_software(image, row, fabric.kind)
     ranks = ranks_per_node(spec, row)
@@ -134,17 +134,18 @@ def plan(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None, *, boo
               rendezvous_port=spec.network.rendezvous_port, job_args=job_args(_job(spec, row)))
     firewall = plan_firewall(fabric.kind, spec.network.port_range, spec.network.rendezvous_port, METRICS_PORTS,
                              spec.network.ssh_cidrs, spec.network.allow_internet) + cloud.service_egress
-    tags = (("gpufleet:cluster", name), ("gpufleet:stack", stack), ("managed-by", "gpufleet"),
+    tags = (("gpufleet:cluster", identity), ("gpufleet:stack", stack), ("managed-by", "gpufleet"),
             *sorted(spec.tags.items()))
     lifecycle = plan_lifecycle(cloud.lifecycle, market, spec.autoscaling.standby)
     workers = cloud.worker_groups(scaling, market, placements)
     grouped = in_scaling_groups(workers)
-    head, worker = (_role(plan_node(spec, cloud, row, role, name=name, job=job, fabric=fabric, network=network,
+    head, worker = (_role(plan_node(spec, cloud, row, role, name=identity, job=job, fabric=fabric, network=network,
                                     storage=storage, software=software, market=market, lifecycle=lifecycle,
                                     in_scaling_group=role == WORKER and grouped), tags)
                     for role in ROLES)
     return ClusterPlan(
-        name=name, stack=stack, cloud=spec.cloud, region=spec.region, zone=spec.zone, instance=row, image=image,
+        name=name, stack=stack, identity=identity, cloud=spec.cloud, region=spec.region, zone=spec.zone, instance=row,
+        image=image,
         software=software, network=network, firewall=firewall, fabric=fabric, placements=placements, market=market,
         scaling=scaling, workers=workers,
         lifecycle=lifecycle, rollout=plan_rollout(cloud.rollout, workers, lifecycle.refresh_min_healthy_percent),

@@ -33,11 +33,13 @@ class TcCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         tags = plan.tag_map
         network = TcNetwork(name, net=plan.network, zone=plan.zone, tags=tags, opts=child)
-        security = TcSecurity(name, cluster=plan.name, rules=plan.firewall, tags=tags, opts=child)
-        identity = TcIdentity(name, bucket=plan.storage.bucket, account_id=plan.storage.account_id,
-                              region=plan.region, cluster=plan.name,
-                              in_scaling_groups=in_scaling_groups(plan.workers), tags=tags, opts=child)
+        security = TcSecurity(name, cluster=plan.identity, rules=plan.firewall, tags=tags, opts=child)
         storage = TcStorage(name, storage=plan.storage, tags=tags, opts=child)
+        # CAM names are the account's: the identity's. The grant names the bucket through its resource, so it waits
+        # for the bucket (made or read) to exist.
+        identity = TcIdentity(plan.identity, bucket=storage.bucket_name, account_id=plan.storage.account_id,
+                              region=plan.region, cluster=plan.identity,
+                              in_scaling_groups=in_scaling_groups(plan.workers), tags=tags, opts=child)
         made = {}
         for group in plan.placements:
             if group.kind == "hpc-cluster":
@@ -69,7 +71,7 @@ class TcCluster(pulumi.ComponentResource):
                           for group in scaled],
             workerInstanceIds=[worker.id for worker in workers],
             placementGroups=[PlacementOutput(kind=kind, id=group.id) for kind, group in made.items()],
-            securityGroupId=security.group.id, bucket=storage.bucket.bucket, bringUp=None)
+            securityGroupId=security.group.id, bucket=storage.bucket_name, bringUp=None)
         self.register_outputs(self.outputs)
 
 

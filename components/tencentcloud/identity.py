@@ -36,7 +36,7 @@ def node_policy(bucket_name: str, account_id: str | None, region: str, cluster: 
 class TcIdentity(pulumi.ComponentResource):
     """Role CVM assumes, its one policy, and the attachment of the two."""
 
-    def __init__(self, name: str, *, bucket: str, account_id: str | None, region: str, cluster: str,
+    def __init__(self, name: str, *, bucket: pulumi.Input[str], account_id: str | None, region: str, cluster: str,
                  in_scaling_groups: bool, tags: dict[str, str], opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:tencentcloud:Identity", f"{name}-identity", None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -47,8 +47,10 @@ class TcIdentity(pulumi.ComponentResource):
                                           console_login=False, tags=tags, opts=child)
         # Its only permissions.
         policy = tencentcloud.cam.Policy(f"{name}-node-policy", name=f"{name}-node",
-                                         document=json.dumps(node_policy(bucket, account_id, region, cluster,
-                                                                         in_scaling_groups=in_scaling_groups)),
+                                         document=pulumi.Output.from_input(bucket).apply(
+                                             lambda made: json.dumps(node_policy(
+                                                 made, account_id, region, cluster,
+                                                 in_scaling_groups=in_scaling_groups))),
                                          opts=child)
         # The policy on the role.
         tencentcloud.cam.RolePolicyAttachment(f"{name}-node-policy-attachment", role_id=self.role.id,

@@ -18,11 +18,17 @@ class TcStorage(pulumi.ComponentResource):
         super().__init__("gpufleet:tencentcloud:Storage", f"{name}-storage", None, opts)
         child = pulumi.ResourceOptions(parent=self)
         # The bucket (<name>-<APPID>, from the stack): private, encrypted at rest, every write kept as a version.
-        self.bucket = tencentcloud.cos.Bucket(f"{name}-checkpoints", bucket=storage.bucket, acl="private",
-                                              encryption_algorithm="AES256", versioning_enable=True,
-                                              tags=tags, opts=child)
+        if storage.existing:
+            # The stack's `existingBucket`, read as it is: never created, configured or deleted by this stack.
+            self.bucket = tencentcloud.cos.Bucket.get(f"{name}-checkpoints", storage.bucket, opts=child)
+        else:
+            self.bucket = tencentcloud.cos.Bucket(f"{name}-checkpoints", bucket=storage.bucket, acl="private",
+                                                  encryption_algorithm="AES256", versioning_enable=True,
+                                                  tags=tags, opts=child)
+        # The bucket's name, read off its resource: whatever names it through this waits for the bucket to exist.
+        self.bucket_name: pulumi.Output[str] = self.bucket.id if storage.existing else self.bucket.bucket
         # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
-        tencentcloud.cos.BucketObject(f"{name}-code", bucket=self.bucket.bucket, key=storage.code_key,
+        tencentcloud.cos.BucketObject(f"{name}-code", bucket=self.bucket_name, key=storage.code_key,
                                       source=str(write_bundle(BUNDLE_DIR, storage.code_sha256)), acl="private",
                                       tags=tags, opts=child)
         self.register_outputs({"bucket": self.bucket.bucket})

@@ -98,7 +98,7 @@ def test_the_upload_provider_keeps_the_stacks_credentials(tmp_path):
     """An explicit provider inherits nothing from the stack's `alicloud:` config: the realizer hands it over."""
     path = write(tmp_path, "alicloud")
     document = yaml.safe_load(path.read_text())
-    document["config"] |= {"alicloud:profile": "ops", "alicloud:accessKey": "LTAI-example",
+    document["config"] |= {"alicloud:profile": "ops", "alicloud:accessKey": {"secure": "v1:LTAI-example"},
                            "alicloud:assumeRole": {"roleArn": "acs:ram::123:role/deploy"}}
     path.write_text(yaml.safe_dump(document))
     resources = run_program(load_stack_file(path)).resources

@@ -225,7 +225,7 @@ def test_node_actions_scoped_to_the_cluster(stack):
     by_action = {a: s for s in document["Statement"] for a in s["Action"]}
     tag = by_action["ecs:TagResources"]
     assert tag["Resource"] == [f"acs:ecs:{plan.region}:*:instance/*"]
-    assert tag["Condition"] == {"StringEquals": {"acs:ResourceTag/gpufleet:cluster": [plan.name]}}
+    assert tag["Condition"] == {"StringEquals": {"acs:ResourceTag/gpufleet:cluster": [plan.identity]}}
     groups = of_type(resources, "alicloud:ess/scalingGroup:ScalingGroup")
     if groups:
         assert by_action["ess:SetInstanceHealth"]["Resource"] == [
@@ -252,4 +252,4 @@ def test_tags_everywhere(stack):
     tagged = [r for r in resources if "tags" in r["inputs"]]
     assert len(tagged) >= 10
     for r in tagged:
-        assert r["inputs"]["tags"]["gpufleet:cluster"] == plan.name, r["name"]
+        assert r["inputs"]["tags"]["gpufleet:cluster"] == plan.identity, r["name"]

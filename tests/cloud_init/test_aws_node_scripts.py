@@ -141,7 +141,7 @@ def test_the_gpu_publisher_sends_the_mean_utilisation_the_policy_scales_on(local
         return
     assert aws_cli.read_text().splitlines() == [
         f"cloudwatch put-metric-data --region us-east-1 --namespace {GPU_METRIC['namespace']} "
-        f"--metric-name {GPU_METRIC['metric_name']} --dimensions Cluster={plan.name} --unit {GPU_METRIC['unit']} "
+        f"--metric-name {GPU_METRIC['metric_name']} --dimensions Cluster={plan.identity} --unit {GPU_METRIC['unit']} "
         "--value 85.5"]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import re
 import sys
 import threading
 import tomllib
@@ -176,13 +177,16 @@ def test_the_cluster_addresses_come_from_the_api_signed_with_the_role_key(tmp_pa
     [call] = calls
     assert call["action"] == "DescribeInstances" and _signed_with_the_role_key(call)
     assert not _not_granted(stack, cloud, calls)
+    # The cluster's identity (name and a hash of project, stack and region), as the node's settings carry it.
+    cluster = re.search(r"GF_CLUSTER='([^']+)'", user_data(f"{stack}-head"))[1]
+    assert cluster.startswith(f"{stack}-")
     if cloud == "alicloud":
         assert call["headers"]["x-acs-version"] == "2014-05-26"
         assert call["query"] == {"RegionId": "cn-hangzhou", "Status": "Running", "PageSize": "100",
-                                 "Tag.1.Key": "gpufleet:cluster", "Tag.1.Value": stack}
+                                 "Tag.1.Key": "gpufleet:cluster", "Tag.1.Value": cluster}
     else:
         assert call["headers"]["x-tc-version"] == "2017-03-12" and call["headers"]["x-tc-region"] == "ap-guangzhou"
-        assert call["body"]["Filters"] == [{"Name": "tag:gpufleet:cluster", "Values": [stack]}]
+        assert call["body"]["Filters"] == [{"Name": "tag:gpufleet:cluster", "Values": [cluster]}]
 
 
 def _worker(tmp_path: Path, stack: str, metadata_address: str) -> Path:

@@ -76,7 +76,7 @@ def test_gpu_scaling_uses_the_series_the_nodes_publish(stack):
             "no GPU metric to publish: no permission to publish it")
         return
     metric = policies[0]["inputs"]["targetTrackingConfiguration"]["customizedMetricSpecification"]
-    assert metric["metricDimensions"] == [{"name": "Cluster", "value": plan.name}]
+    assert metric["metricDimensions"] == [{"name": "Cluster", "value": plan.identity}]
     assert (metric["namespace"], metric["metricName"], metric["unit"]) == (
         GPU_METRIC["namespace"], GPU_METRIC["metric_name"], GPU_METRIC["unit"])
     statement = next(s for s in node_policy(resources)["Statement"] if "cloudwatch:PutMetricData" in s["Action"])
@@ -91,8 +91,8 @@ def test_every_write_is_scoped_to_the_cluster(stack):
         if not writes:
             continue
         scoped = statement["Resource"] != ["*"] or json.dumps(statement.get("Condition", {})) in (
-            json.dumps({"StringEquals": {"aws:ResourceTag/gpufleet:cluster": plan.name}}),
-            json.dumps({"StringEquals": {"autoscaling:ResourceTag/gpufleet:cluster": plan.name}}),
+            json.dumps({"StringEquals": {"aws:ResourceTag/gpufleet:cluster": plan.identity}}),
+            json.dumps({"StringEquals": {"autoscaling:ResourceTag/gpufleet:cluster": plan.identity}}),
             json.dumps({"StringEquals": {"cloudwatch:namespace": "gpufleet"}}))
         assert scoped, statement
 

@@ -228,9 +228,9 @@ def test_tags_on_everything_taggable(stack):
     for resource in resources:
         tags = resource["inputs"].get("tags")
         if isinstance(tags, dict):
-            assert tags.get("gpufleet:cluster") == plan.name, resource["name"]
+            assert tags.get("gpufleet:cluster") == plan.identity, resource["name"]
         elif isinstance(tags, list):
-            assert {"key": "gpufleet:cluster", "value": plan.name, "propagateAtLaunch": True} in tags
+            assert {"key": "gpufleet:cluster", "value": plan.identity, "propagateAtLaunch": True} in tags
 
 
 def test_outputs(stack):

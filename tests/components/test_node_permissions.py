@@ -90,7 +90,7 @@ def _scoped(scope: str, statement: dict, plan, bucket_of) -> bool:
     if scope == OWN_GROUPS and plan.cloud == "alicloud":  # ESS takes no tag condition: the groups by id
         return all(r.startswith("acs:ess:") and not r.endswith("/*") for r in resources)
     assert scope in (OWN_INSTANCES, OWN_GROUPS), scope
-    return plan.name in condition and "gpufleet:cluster" in condition
+    return plan.identity in condition and "gpufleet:cluster" in condition
 
 
 @pytest.mark.parametrize("stack", STACKS)

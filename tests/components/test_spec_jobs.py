@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from spec_cases import only, plan_of, problems
 
-from components.plan.planner import job_args
+from components.jobs import job_args
 from training.config import TrainConfig, parse_args
 
 RAW_JOBS = [

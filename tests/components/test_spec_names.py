@@ -81,7 +81,8 @@ def test_gpufleets_own_tags_are_refused(tmp_path, cloud, key):
 
 def test_user_tags_reach_the_plan_after_gpufleets(tmp_path):
     _, plan = plan_of(tmp_path, "aws", {"tags": {"team": "ml"}})
-    assert plan.tag_map["gpufleet:cluster"] == "test" and plan.tag_map["team"] == "ml"
+    assert plan.tag_map["gpufleet:cluster"] == plan.identity and plan.identity.startswith("test-")
+    assert plan.tag_map["team"] == "ml"
 
 
 @pytest.mark.parametrize("cloud, tags, reason", [

@@ -53,8 +53,8 @@ def test_a_key_given_twice_is_refused_with_both_lines(tmp_path, text, where, lin
 
 def test_a_merge_key_may_be_overridden(tmp_path):
     path = tmp_path / "Pulumi.merge.yaml"
-    path.write_text("config:\n  base: &b {nodes: 2, cloud: aws}\n  gpufleet:cluster:\n    <<: *b\n    cloud: local\n"
-                    "    instanceType: cpu\n")
+    path.write_text("config:\n  shared:base: &b {nodes: 2, cloud: aws}\n  gpufleet:cluster:\n    <<: *b\n"
+                    "    cloud: local\n    instanceType: cpu\n")
     assert load_stack_file(path).config["gpufleet:cluster"] == {"nodes": 2, "cloud": "local", "instanceType": "cpu"}
 
 
@@ -93,7 +93,7 @@ def test_an_alias_bomb_is_refused_before_it_expands(tmp_path):
 
 def test_aliases_within_bounds_still_work(tmp_path):
     path = tmp_path / "Pulumi.alias.yaml"
-    path.write_text("config:\n  t: &t {team: ml}\n  gpufleet:cluster:\n    cloud: local\n    tags: *t\n")
+    path.write_text("config:\n  shared:team: &t {team: ml}\n  gpufleet:cluster:\n    cloud: local\n    tags: *t\n")
     assert load_stack_file(path).config["gpufleet:cluster"]["tags"] == {"team": "ml"}
 
 

@@ -166,7 +166,7 @@ def test_tags_everywhere(stack):
     tagged = [r for r in resources if "tags" in r["inputs"]]
     assert len(tagged) >= 10
     for r in tagged:
-        assert r["inputs"]["tags"]["gpufleet:cluster"] == plan.name, r["name"]
+        assert r["inputs"]["tags"]["gpufleet:cluster"] == plan.identity, r["name"]
 
 
 def test_egress_allows_dns_and_ntp_and_nothing_wider(stack):
@@ -190,10 +190,10 @@ def test_only_list_actions_on_every_resource_and_removal_bound_to_the_cluster_ta
         return
     remove = by_action["name/as:RemoveInstances"]
     assert remove["condition"] == {"for_any_value:string_equal": {"qcs:resource_tag": [
-        f"gpufleet:cluster&{plan.name}"]}}
+        f"gpufleet:cluster&{plan.identity}"]}}
     assert unconditioned == ["name/as:DescribeAutoScalingInstances", "name/cvm:DescribeInstances"]
     for group in inputs_of(resources, GROUP):
-        assert group["tags"]["gpufleet:cluster"] == plan.name
+        assert group["tags"]["gpufleet:cluster"] == plan.identity
 
 
 def test_hcc_nccl_uses_the_rdma_devices_the_node_probe_counts(stack):

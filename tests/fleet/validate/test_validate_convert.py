@@ -35,13 +35,13 @@ def test_fields_blocks_and_map_keys(previews, schemas):
     conversion, plan = _converted(previews, schemas)
     group = conversion.resources["aws_autoscaling_group"]["aws-p5-workers"]
     assert group["vpc_zone_identifier"][0].startswith("subnet-")
-    assert {"key": "gpufleet:cluster", "value": plan.name, "propagate_at_launch": True} in group["tag"]
+    assert {"key": "gpufleet:cluster", "value": plan.identity, "propagate_at_launch": True} in group["tag"]
     spec = group["mixed_instances_policy"][0]["launch_template"][0]["launch_template_specification"][0]
     assert re.fullmatch(r"lt-[0-9a-f]{17}", spec["launch_template_id"]) and spec["version"] == "1"
     template = conversion.resources["aws_launch_template"]["aws-p5-head-lt"]
     assert template["metadata_options"] == [{"http_tokens": "required", "http_endpoint": "enabled",
                                              "http_put_response_hop_limit": 2, "instance_metadata_tags": "enabled"}]
-    assert template["tags"]["gpufleet:cluster"] == plan.name, "map keys are kept as written"
+    assert template["tags"]["gpufleet:cluster"] == plan.identity, "map keys are kept as written"
     route = conversion.resources["aws_route_table"]["aws-p5-private-rt"]["route"][0]
     assert route["nat_gateway_id"].startswith("nat-") and route["gateway_id"] is None
 
