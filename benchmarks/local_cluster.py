@@ -17,9 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from components.jobs import JobSettings  # noqa: E402
-from components.plan.planner import job_args  # noqa: E402
 from fleet.stacks import resolve, spec_and_plan  # noqa: E402
+from plan.planner import job_args  # noqa: E402
+from spec.jobs import JobSettings  # noqa: E402
 
 
 def plain(job: JobSettings) -> dict:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pulumi_alicloud as alicloud
 
-from components.errors import Problem, SpecError
-from components.plan.facts import DeployFacts, Lookups
-from components.stackfile import CLUSTER_KEY
+from plan.facts import DeployFacts, Lookups
+from spec.errors import Problem, SpecError
+from spec.stackfile import CLUSTER_KEY
 
 IMAGES = "alicloud:ecs/getImages:getImages"
 # What the preview's mocks answer in place of the cloud (fleet/preview.py).

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_alicloud as alicloud
 
-from components.plan.model import ClusterPlan, ImagePlan, Interface, MarketPlan, PlacementPlan, RolePlan
 from components.realizers.encoding import gzip_base64
 from components.realizers.images import image_ignore_changes
+from plan.model import ClusterPlan, ImagePlan, Interface, MarketPlan, PlacementPlan, RolePlan
 
 # eRDMA interfaces are ENIs in HighPerformance mode; every other interface is a Standard ENI.
 TRAFFIC_MODE = {"erdma": "HighPerformance"}

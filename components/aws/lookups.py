@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pulumi_aws as aws
 
-from components.errors import Problem, SpecError
-from components.plan.facts import DeployFacts, Lookups
-from components.stackfile import CLUSTER_KEY
+from plan.facts import DeployFacts, Lookups
+from spec.errors import Problem, SpecError
+from spec.stackfile import CLUSTER_KEY
 
 BLOCK = "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation"
 CAPACITY_BLOCK = "capacity-block"

@@ -6,11 +6,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-from components.clouds import CLOUDS
-from components.plan.facts import DeployFacts, lookups
-from components.plan.model import ClusterPlan
+from clouds import CLOUDS, lookups_for
 from components.realizers.contract import ClusterOutputs, LookUps, Realizer, checked_outputs, conforming
-from components.spec import ClusterSpec
+from plan.facts import DeployFacts
+from plan.model import ClusterPlan
+from spec.cluster import ClusterSpec
 
 
 def realizer_of(cloud: str) -> Realizer:
@@ -29,7 +29,7 @@ def lookups_of(cloud: str) -> LookUps | None:
 
 def look_up(spec: ClusterSpec) -> DeployFacts:
     """The deploy-time facts the spec needs, from the cloud's own data sources (none for most stacks)."""
-    wanted = lookups(spec)
+    wanted = lookups_for(spec)
     return lookups_of(spec.cloud).look_up(wanted) if wanted else DeployFacts()
 
 

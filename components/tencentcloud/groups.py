@@ -6,10 +6,10 @@ from __future__ import annotations
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.plan.model import SPOT, RolePlan, WorkerGroupPlan
 from components.realizers.encoding import gzip_base64
 from components.realizers.images import image_ignore_changes
 from components.tencentcloud.nodes import SYSTEM_DISK, NodeArgs, Placement, market_args
+from plan.model import SPOT, RolePlan, WorkerGroupPlan
 
 
 class TcWorkerGroups(pulumi.ComponentResource):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.errors import Problem, SpecError
-from components.plan.facts import DeployFacts, Lookups
-from components.stackfile import CLUSTER_KEY
+from plan.facts import DeployFacts, Lookups
+from spec.errors import Problem, SpecError
+from spec.stackfile import CLUSTER_KEY
 
 IMAGES = "tencentcloud:Images/getInstance:getInstance"
 USER = "tencentcloud:User/getInfo:getInfo"

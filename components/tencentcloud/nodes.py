@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.plan.model import ClusterPlan, ImagePlan, MarketPlan
+from plan.model import ClusterPlan, ImagePlan, MarketPlan
 
 SYSTEM_DISK = "CLOUD_SSD"
 ON_DEMAND = "POSTPAID_BY_HOUR"

@@ -11,8 +11,8 @@ import pytest
 from bootstrap_helpers import VENV_BIN
 from node_cases import boot, plan_of
 
-from components.bundle import build, source_files
 from here.local.network import inside
+from plan.bundle import build, source_files
 
 TRAIN = b"""import os, pathlib, sys, torch, torch.distributed as dist
 dist.init_process_group("gloo")
