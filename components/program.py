@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pulumi
 
-from clouds import CLOUDS, plan_for
+from clouds import CLOUDS
+from clouds.plans import plan_for
 from clouds.rules import validate
 from components.realizers import look_up, realize
 from plan.model import ClusterPlan

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clouds import lookups_for, plan_for
+from clouds.plans import lookups_for, plan_for
 from clouds.rules import validate
 from components.program import region_key
 from fleet.preview import stand_in_facts

@@ -109,8 +109,8 @@ def ranks_per_node(spec: ClusterSpec, row: catalog.InstanceType) -> int:
 
 
 def plan(spec: ClusterSpec, stack: str, cloud: CloudProfile, facts: DeployFacts | None = None) -> ClusterPlan:
-    """Decide the whole cluster for a spec that passed `clouds.rules.validate`, on its cloud's profile (clouds.plan_for
-    looks it up), with the deploy-time facts its `lookups` asked for."""
+    """Decide the whole cluster for a spec that passed `clouds.rules.validate`, on its cloud's profile
+    (`clouds.plans.plan_for` looks it up), with the deploy-time facts its `lookups` asked for."""
     facts = facts or DeployFacts()
     row = catalog.lookup(spec.cloud, spec.instance_type)
     name = spec.name or stack

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from clouds import CLOUDS, lookups_for, plan_for, profile
+from clouds import CLOUDS, profile
+from clouds.plans import lookups_for, plan_for
 from clouds.rules import validate
 from clouds.tencentcloud import is_hcc
 from components.alicloud.lookups import IMAGES as ALI_IMAGES

@@ -6,7 +6,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-from clouds import CLOUDS, lookups_for
+from clouds import CLOUDS
+from clouds.plans import lookups_for
 from components.realizers.contract import ClusterOutputs, LookUps, Realizer, checked_outputs, conforming
 from plan.facts import DeployFacts
 from plan.model import ClusterPlan
