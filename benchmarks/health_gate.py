@@ -6,7 +6,7 @@ matmul check and the idle one pass. CUDA only. Prints one JSON line per figure a
     python3 benchmarks/health_gate.py [--levels light,deep] [--slow-gpu N] [--record DIR]
 
 The thresholds are those the plan decides for the catalog row of this GPU model (the first row whose gpuModel is in
-the device's name, with its GPU count set to this machine's; components/plan/health.py). --record DIR keeps the
+the device's name, with its GPU count set to this machine's; plan/health.py). --record DIR keeps the
 tools' raw output (nvidia-smi idle and under load, the remapped-rows query, NVRM kernel lines, dcgmi diag -r 1 -j,
 NCCL's INFO log of a one-node all-reduce) as samples.
 """
@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cloud-init"))
 from health import clocks, config, errors, gate, matmul, nccl, pcie, tools
 
 from benchmarks import cuda_timing
-from components.catalog import catalog
-from components.clouds import CLOUDS
-from components.plan.fabric import plan_fabric
-from components.plan.health import plan_health
+from clouds import CLOUDS
+from plan.catalog import catalog
+from plan.fabric import plan_fabric
+from plan.health import plan_health
 
 ROOT = Path(__file__).resolve().parents[1]
 LOAD = """

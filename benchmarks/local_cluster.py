@@ -17,8 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from components.jobs import JobSettings, job_args  # noqa: E402
 from fleet.stacks import resolve, spec_and_plan  # noqa: E402
+from spec.jobs import JobSettings, job_args  # noqa: E402
 
 
 def plain(job: JobSettings) -> dict:

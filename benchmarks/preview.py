@@ -20,8 +20,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from components.stackfile import load_stack_file  # noqa: E402
 from fleet.preview import run_program  # noqa: E402
+from spec.stackfile import load_stack_file  # noqa: E402
 
 SIZES = (8, 64, 512)
 

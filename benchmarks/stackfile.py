@@ -1,6 +1,6 @@
 """What a hostile or broken stack file costs the loader: `python benchmarks/stackfile.py` prints JSON.
 
-Each file is loaded through `components.stackfile.load_stack_file` (median of 5, with tracemalloc's peak), refused or
+Each file is loaded through `spec.stackfile.load_stack_file` (median of 5, with tracemalloc's peak), refused or
 not. The baseline is a shipped stack: the ratios show that an 800-byte alias bomb, a file at the size bound and one
 nested past the depth bound cost about what a normal stack does, instead of the minutes and gigabytes of expanding them.
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from components.errors import SpecError  # noqa: E402
-from components.stackfile import MAX_BYTES, load_stack_file  # noqa: E402
+from spec.errors import SpecError  # noqa: E402
+from spec.stackfile import MAX_BYTES, load_stack_file  # noqa: E402
 
 
 def alias_bomb(levels: int = 9) -> str:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pulumi
 
-from components.clouds import CLOUDS
-from components.errors import SpecError
-from components.plan.model import ClusterPlan
-from components.plan.planner import plan
+from clouds import CLOUDS
+from clouds.plans import plan_for
+from clouds.rules import validate
 from components.realizers import look_up, realize
-from components.rules import validate
-from components.spec import ClusterSpec
-from components.stackfile import CLUSTER_KEY
+from plan.model import ClusterPlan
+from spec.cluster import ClusterSpec
+from spec.errors import SpecError
+from spec.stackfile import CLUSTER_KEY
 
 
 def region_key(raw: object) -> str | None:
@@ -25,7 +25,7 @@ def load(raw: object, region: str, stack: str) -> tuple[ClusterSpec, ClusterPlan
     """The cluster object and region -> spec -> the cloud's deploy-time facts -> plan, or a SpecError listing every
     problem. Look-ups go through the Pulumi runtime: the engine's providers, or the preview's mocks."""
     spec, facts = look_up(validate(raw, region, stack))
-    return spec, plan(spec, stack, facts, project=pulumi.get_project())
+    return spec, plan_for(spec, stack, facts, project=pulumi.get_project())
 
 
 def plan_from_config() -> ClusterPlan:

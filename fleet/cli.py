@@ -9,7 +9,7 @@ import argparse
 import importlib
 import sys
 
-from components.errors import SpecError
+from spec.errors import SpecError
 
 EXIT_INVALID = 2
 COMMANDS = ("fleet.plan_command", "fleet.schema_command", "fleet.local_command", "fleet.cost_command",

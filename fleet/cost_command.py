@@ -15,9 +15,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from components.plan.cost import MAX_PRICE_AGE_DAYS
 from fleet.cost_report import Overrides, cost_document
 from fleet.stacks import resolve, spec_and_plan
+from plan.cost import MAX_PRICE_AGE_DAYS
 
 NO_PRICE = "no public price"
 

@@ -1,4 +1,4 @@
-"""The `fleet cost` document for one stack: the plan's nodes and spot mix priced by components.plan.cost.
+"""The `fleet cost` document for one stack: the plan's nodes and spot mix priced by plan.cost.
 
 Kept apart from the command so the PR comment and tests build the same document without argparse or a terminal.
 """
@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from components.catalog import catalog
-from components.clouds import CLOUDS, profile
-from components.plan.cost import (
+from clouds import CLOUDS, profile
+from plan.catalog import catalog
+from plan.cost import (
     HOURS_PER_MONTH,
     MAX_PRICE_AGE_DAYS,
     Assumptions,
@@ -23,7 +23,7 @@ from components.plan.cost import (
     same_gpus,
     spot_nodes,
 )
-from components.plan.model import ClusterPlan
+from plan.model import ClusterPlan
 
 PRICED_CLOUDS = tuple(name for name, cloud in CLOUDS.items() if not cloud.runs_here)
 
@@ -51,7 +51,7 @@ def _warnings(cloud: str, price: float | None, price_date: str, today: date, ove
     warnings = []
     if price is None:
         warnings.append(f"{cloud}: no public price in the catalog; "
-                        f"set priceUsdPerHour in components/catalog/{cloud}.yaml.")
+                        f"set priceUsdPerHour in plan/catalog/{cloud}.yaml.")
     if price is not None and is_stale(price_date, today, overrides.max_price_age_days):
         age = price_age_days(price_date, today)
         warnings.append(f"{cloud}: prices of {price_date or 'an unknown date'} are "

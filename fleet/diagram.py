@@ -6,7 +6,7 @@ worker group with its bounds and market, the placement groups around the roles t
 
 from __future__ import annotations
 
-from components.plan.model import HEAD, INSTANCES, MIXED, WORKER, ClusterPlan, WorkerGroupPlan
+from plan.model import HEAD, INSTANCES, MIXED, WORKER, ClusterPlan, WorkerGroupPlan
 
 
 def _label(text: str) -> str:

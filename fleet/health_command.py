@@ -23,11 +23,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from components.clouds import profile
-from components.plan.userdata import PROMETHEUS_PORT
+from clouds import profile
 from fleet.stacks import resolve, spec_and_plan
 from here.local.layout import layout
 from here.local.progress import RESULTS
+from plan.userdata import PROMETHEUS_PORT
 
 KINDS = ("gate", "acceptance")
 METRICS = ("gpufleet_health_check_ok", "gpufleet_health_figure", "gpufleet_health_threshold", "gpufleet_health_ok",

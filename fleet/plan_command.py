@@ -10,13 +10,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from components.errors import ToolchainMissing
-from components.plan.model import ClusterPlan
 from fleet.diagram import mermaid
 from fleet.preview import Preview, run_program
 from fleet.stacks import resolve
 from fleet.validate.command import print_validation, validation
+from plan.model import ClusterPlan
 from policy.rules import evaluate
+from spec.errors import ToolchainMissing
 
 EXIT_CLEAN, EXIT_VIOLATION, EXIT_INVALID = 0, 1, 2
 

@@ -21,15 +21,15 @@ import pulumi
 from google.protobuf import json_format
 from pulumi.runtime import mocks as pulumi_mocks
 
-from components.clouds import CLOUDS
-from components.errors import SpecError
-from components.paths import PROJECT_ROOT
-from components.plan.facts import DeployFacts
-from components.plan.model import ClusterPlan
+from clouds import CLOUDS
 from components.program import InvalidStack, plan_from_config
 from components.realizers import look_up, lookups_of, realizer_of
-from components.spec import ClusterSpec
-from components.stackfile import StackFile
+from plan.facts import DeployFacts
+from plan.model import ClusterPlan
+from plan.paths import PROJECT_ROOT
+from spec.cluster import ClusterSpec
+from spec.errors import SpecError
+from spec.stackfile import StackFile
 
 PROJECT = "gpufleet"
 # Pulumi's marker for a secret value inside deserialized properties.

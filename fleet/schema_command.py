@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from components.paths import PROJECT_ROOT
-from components.spec import ClusterSpec
+from plan.paths import PROJECT_ROOT
+from spec.cluster import ClusterSpec
 
 SCHEMA_PATH = PROJECT_ROOT / "schema" / "cluster.schema.json"
 

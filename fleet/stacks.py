@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from components.errors import Problem, SpecError
-from components.paths import PROJECT_ROOT
-from components.plan.facts import DeployFacts, capacity_lookups, lookups
-from components.plan.model import ClusterPlan
-from components.plan.planner import plan
+from clouds.plans import lookups_for, plan_for
+from clouds.rules import validate
 from components.program import region_key
-from components.rules import validate
-from components.spec import ClusterSpec
-from components.stackfile import CLUSTER_KEY, StackFile, load_stack_file, stack_name_problem, stack_path
 from fleet.preview import stand_in_facts
+from plan.facts import DeployFacts, capacity_lookups
+from plan.model import ClusterPlan
+from plan.paths import PROJECT_ROOT
+from spec.cluster import ClusterSpec
+from spec.errors import Problem, SpecError
+from spec.stackfile import CLUSTER_KEY, StackFile, load_stack_file, stack_name_problem, stack_path
 
 
 def resolve(stack: str | None, stack_file: str | None) -> StackFile:
@@ -39,10 +39,10 @@ def spec_and_plan(stack: StackFile, *, booted: bool = False) -> tuple[ClusterSpe
     region = str(stack.config.get(key, "")) if key else ""
     try:
         spec = validate(raw, region, stack.name)
-        if lookups(spec) or capacity_lookups(spec):
+        if lookups_for(spec) or capacity_lookups(spec):
             spec, facts = stand_in_facts(stack, spec)
         else:
             facts = DeployFacts()
-        return spec, plan(spec, stack.name, facts, booted=booted)
+        return spec, plan_for(spec, stack.name, facts, booted=booted)
     except SpecError as error:
         raise SpecError(error.problems, str(stack.path)) from None

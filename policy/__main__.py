@@ -4,7 +4,7 @@ until the engine is done, so the policies are built in policy/crossguard.py, whe
 import sys
 from pathlib import Path
 
-# The engine runs this file from policy/; the rules import `policy.*` and `components.*` from the project root.
+# The engine runs this file from policy/; the rules import policy, clouds, plan and spec from the project root.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pulumi_policy import EnforcementLevel, PolicyPack

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from policy.base import WILDCARDS, Inputs, Reader, known
-from policy.clouds import reader_for
+from policy.readers import reader_for
 
 
 def _lower_keys(value: Any) -> Any:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from components.clouds import profile
+from clouds import profile
 
 ADVISORY, MANDATORY = "advisory", "mandatory"
 UNKNOWN = "[unknown]"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from policy.base import Resource
-from policy.clouds import readers
+from policy.readers import readers
 
 
 def placement_one_zone(resources: list[Resource]) -> Iterable[tuple[str, str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from policy.base import Inputs, known
-from policy.clouds import reader_for
+from policy.readers import reader_for
 
 
 def fabric_layout(kind: str, inputs: Inputs) -> Iterable[str]:

@@ -2,7 +2,7 @@
 
 A range wider than a /8 is the internet however it is spelled (`0.0.0.0/00`, `0::0/0`, `0.0.0.0/1`), and so is any
 set of ranges that together admit more internet addresses than a /8 holds (`0.0.0.0/1` + `128.0.0.0/1`, or
-every other /8). components.cidrs makes that judgement for the plan and the policy alike; each cloud's reader says
+every other /8). spec.cidrs makes that judgement for the plan and the policy alike; each cloud's reader says
 which ranges its resources admit.
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from components.cidrs import WIDEST_OPEN_PREFIX, exposing, internet_addresses, network_of
-from components.plan.firewall import INTERNET_OPT_IN
+from plan.firewall import INTERNET_OPT_IN
 from policy.base import Ingress, Inputs, Resource, known
-from policy.clouds import reader_for
+from policy.readers import reader_for
+from spec.cidrs import WIDEST_OPEN_PREFIX, exposing, internet_addresses, network_of
 
 OPT_IN_HINT = ("name the networks in network.sshCidrs instead, or opt in with network.allowInternet: true "
                "(docs/gitops.md)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from policy.base import Inputs, Resource
-from policy.clouds import reader_for, readers
+from policy.readers import reader_for, readers
 
 
 def public_ip_with_several_interfaces(kind: str, inputs: Inputs) -> Iterable[str]:

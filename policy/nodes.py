@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable
 
 from policy.base import Inputs, known, truthy
-from policy.clouds import reader_for
+from policy.readers import reader_for
 
 GZIP_MAGIC = b"\x1f\x8b"  # cloud-init unpacks gzip user-data itself
 SECRET_PATTERNS = (

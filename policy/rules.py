@@ -14,11 +14,11 @@ from collections.abc import Iterable
 from policy.access import bucket_wildcards
 from policy.base import MANDATORY, Inputs, Resource, ResourceRule, StackRule, package_of
 from policy.capacity import placement_one_zone
-from policy.clouds import NOT_A_CLOUD, modules, reader_for
 from policy.fabric import fabric_layout
 from policy.internet import internet_by_parts, open_ingress
 from policy.network import fabric_self_both_ways, public_ip_with_several_interfaces
 from policy.nodes import encrypted_volumes, hardened_metadata, user_data
+from policy.readers import NOT_A_CLOUD, modules, reader_for
 from policy.storage import encrypted_bucket, spot_has_checkpoint_bucket
 
 

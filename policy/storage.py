@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from policy.base import Inputs, Resource, of_type
-from policy.clouds import reader_for, readers
+from policy.readers import reader_for, readers
 
 
 def encrypted_bucket(kind: str, inputs: Inputs) -> Iterable[str]:

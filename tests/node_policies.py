@@ -1,6 +1,6 @@
 """The nodes' role policy as a stack's preview renders it, read alike for every cloud (AWS and Alibaba write
 `Statement`, Tencent `statement`): which statements grant each action. Shared by the tests that hold the calls the
-nodes make against what their role grants (tests/components/test_node_permissions.py, tests/boot/test_boot.py,
+nodes make against what their role grants (tests/clouds/test_node_permissions.py, tests/boot/test_boot.py,
 tests/cloud_init/test_cloud_api.py)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 from fleet.preview import run_program
 from fleet.stacks import resolve
 from policy.base import Reader
-from policy.clouds import reader_for
+from policy.readers import reader_for
 
 _PREVIEWS: dict[str, list[dict]] = {}
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from components.clouds import CLOUDS
-from components.paths import PROJECT_ROOT
-from components.stackfile import CLUSTER_KEY, load_stack_file
+from clouds import CLOUDS
 from fleet.preview import run_program
 from fleet.stacks import spec_and_plan
+from plan.paths import PROJECT_ROOT
+from spec.stackfile import CLUSTER_KEY, load_stack_file
 
 SHIPPED = sorted((PROJECT_ROOT / "stacks").glob("Pulumi.*.yaml"))
 

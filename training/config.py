@@ -3,7 +3,7 @@
 One dataclass, ``TrainConfig``, is the single source of truth: the command line (``--steps 40 --model tiny``) and
 the cluster's stack-file ``job`` object both map onto its fields, and each field's metadata (``settings()``) holds its
 doc, its allowed values and its bounds, which ``TrainConfig.validate`` checks here and the stack's typed ``job``
-model (components/jobs.py) is generated from, so a setting or a limit cannot exist in one place and not the other.
+model (spec/jobs.py) is generated from, so a setting or a limit cannot exist in one place and not the other.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ every node at the job's DDP bucket size, and pairs of nodes to name the one that
 1. Reachability: training.preflight's node mesh (each node listens on a port of its range, every other node
    connects); a node the others cannot reach is named by the failures it collects.
 2. The world: all-reduce bus bandwidth at the bucket size (nccl-tests' busbw, health_allreduce.busbw) against the
-   plan's cross-node threshold (the catalog's cross-node baseline x its share, components/plan/thresholds.py), where
+   plan's cross-node threshold (the catalog's cross-node baseline x its share, plan/thresholds.py), where
    the row has a baseline.
 3. Pairs, when the world is below that or there is no baseline (or `deep`): every node all-reduces with its two
    ring neighbours (nodes 0+1, 2+3, ... then 1+2, 3+4, ..., N-1+0: two rounds, three for an odd N, the pairs of a

@@ -1,4 +1,4 @@
-"""What the gate holds a node to, read from the node plan, /etc/gpufleet/node.json (components/plan/node.py writes it;
+"""What the gate holds a node to, read from the node plan, /etc/gpufleet/node.json (plan/node.py writes it;
 README.md beside this file documents the fields the gate reads): the node's GPUs, fabric and NCCL_NET, and its
 `health` section. Read the same way by the node gate, the NCCL probe and the cluster acceptance. It fails closed: a
 missing or mistyped field is a usage error (exit 2), never a default, since the node must judge only what the plan
@@ -48,14 +48,14 @@ class _Reader:
     def __init__(self, path: Path, raw: object, prefix: str = "") -> None:
         if not isinstance(raw, dict):
             raise UsageError(f"--config {path}: {prefix.rstrip('.') or 'the file'} must be a JSON object "
-                             "(the node plan: components/plan/node.py)")
+                             "(the node plan: plan/node.py)")
         self.path, self.raw, self.prefix = path, raw, prefix
 
     def get(self, key: str, kinds: tuple[type, ...], what: str, nullable: bool = False):
         name = self.prefix + key
         if key not in self.raw:
             raise UsageError(f"--config {self.path}: missing '{name}' ({what}); the plan writes it "
-                             "(components/plan/node.py)")
+                             "(plan/node.py)")
         value = self.raw[key]
         # JSON's true/false are Python bools, which are ints too: a count is never a bool, a flag never a number.
         if nullable if value is None else isinstance(value, kinds) and isinstance(value, bool) == (bool in kinds):
@@ -75,7 +75,7 @@ class _Reader:
         found = dict(pairs)
         if env_key not in found:
             raise UsageError(f"--config {self.path}: '{self.prefix}{key}' has no {env_key} ({what}); the plan writes "
-                             "it (components/plan/node.py)")
+                             "it (plan/node.py)")
         return found[env_key]
 
 

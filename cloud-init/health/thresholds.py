@@ -1,5 +1,5 @@
 """The thresholds a node is held to: the absolute ones the plan decided from the instance type's catalog row
-(components/plan/thresholds.py, where each fraction says why; node.json's `health.thresholds`), and the share of its own
+(plan/thresholds.py, where each fraction says why; node.json's `health.thresholds`), and the share of its own
 GPUs' median each GPU, and of the nodes' median each node, must reach.
 """
 

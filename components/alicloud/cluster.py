@@ -13,9 +13,9 @@ from components.alicloud.nodes import NodeArgs
 from components.alicloud.security import AliSecurity
 from components.alicloud.storage import AliStorage
 from components.alicloud.workers import AliWorkers, worker_instances
-from components.plan.model import INSTANCES, SCALING_GROUP, ClusterPlan
 from components.realizers.contract import ClusterOutputs, PlacementOutput, WorkerGroupOutput
 from components.realizers.outputs import plan_outputs
+from plan.model import INSTANCES, SCALING_GROUP, ClusterPlan
 
 # No output the provider computes, besides ids, that this realizer reads.
 COMPUTED: dict[str, dict[str, Any]] = {}

@@ -6,7 +6,7 @@ import pulumi
 import pulumi_alicloud as alicloud
 
 from components.alicloud.nodes import NodeArgs, ecs_node
-from components.plan.model import HEAD, RolePlan
+from plan.model import HEAD, RolePlan
 
 # The plan's placement kinds as deployment set strategies.
 STRATEGY = {"cluster": "LowLatency"}

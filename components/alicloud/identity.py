@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_alicloud as alicloud
 
-from components.clouds.alicloud import ALICLOUD
-from components.clouds.permissions import ANY, BUCKET, OBJECTS, OWN_GROUPS, OWN_INSTANCES, actions
+from clouds.alicloud import ALICLOUD
+from plan.permissions import ANY, BUCKET, OBJECTS, OWN_GROUPS, OWN_INSTANCES, actions
 
 CALLS = ALICLOUD.node_calls  # what the nodes call, with the action each needs
 CLUSTER_TAG = "gpufleet:cluster"

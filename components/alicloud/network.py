@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_alicloud as alicloud
 
-from components.plan.model import NetworkPlan
+from plan.model import NetworkPlan
 
 # The NAT address's cap in Mbit/s: the most a pay-by-traffic EIP takes (billed per GB, so the cap costs nothing);
 # unset, it is 5 Mbit/s for the whole cluster's images, drivers and packages (docs/cloud-facts.md#alibaba-nat).

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_alicloud as alicloud
 
-from components.plan.model import ClusterPlan, ImagePlan, Interface, MarketPlan, PlacementPlan, RolePlan
-from components.plan.rollout import RolloutPlan, rollout_of
 from components.realizers.encoding import gzip_base64
 from components.realizers.images import image_ignore_changes
 from components.realizers.rollout import node_options
+from plan.model import ClusterPlan, ImagePlan, Interface, MarketPlan, PlacementPlan, RolePlan
+from plan.rollout import RolloutPlan, rollout_of
 
 # eRDMA interfaces are ENIs in HighPerformance mode; every other interface is a Standard ENI.
 TRAFFIC_MODE = {"erdma": "HighPerformance"}

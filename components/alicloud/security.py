@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_alicloud as alicloud
 
-from components.plan.model import FirewallRule
+from plan.model import FirewallRule
 
 
 def rule_args(rule: FirewallRule) -> dict:

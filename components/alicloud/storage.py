@@ -6,9 +6,9 @@ import pulumi
 import pulumi_alicloud as alicloud
 
 from components.alicloud.upload import upload_provider
-from components.bundle import write_bundle
-from components.paths import BUNDLE_DIR
-from components.plan.model import StoragePlan
+from plan.bundle import write_bundle
+from plan.model import StoragePlan
+from plan.paths import BUNDLE_DIR
 
 SSE_OSS = "AES256"
 

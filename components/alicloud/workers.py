@@ -7,10 +7,10 @@ import pulumi
 import pulumi_alicloud as alicloud
 
 from components.alicloud.nodes import NodeArgs, disk_args, ecs_node
-from components.plan.model import SPOT, MarketPlan, RolePlan, WorkerGroupPlan
 from components.realizers.encoding import gzip_base64
 from components.realizers.images import image_ignore_changes
 from components.realizers.rollout import group_options
+from plan.model import SPOT, MarketPlan, RolePlan, WorkerGroupPlan
 
 
 def _spot(market: MarketPlan, instance_types: tuple[str, ...]) -> dict:

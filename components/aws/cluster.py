@@ -11,9 +11,9 @@ from components.aws.iam import AwsIdentity
 from components.aws.network import AwsNetwork
 from components.aws.security import AwsSecurity
 from components.aws.storage import AwsStorage
-from components.plan.model import ClusterPlan
 from components.realizers.contract import ClusterOutputs, PlacementOutput, WorkerGroupOutput
 from components.realizers.outputs import plan_outputs
+from plan.model import ClusterPlan
 
 # What AWS computes that this realizer reads (a launch template's latest version, which the nodes pin), as a first
 # `pulumi up` sets it: the preview's mocks answer with it (fleet/preview.py).

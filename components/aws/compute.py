@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.plan.model import (
+from components.realizers.encoding import gzip_base64
+from plan.model import (
     MIXED,
     ClusterPlan,
     ImagePlan,
@@ -18,7 +19,6 @@ from components.plan.model import (
     RolePlan,
     WorkerGroupPlan,
 )
-from components.realizers.encoding import gzip_base64
 
 ROOT_DEVICE = "/dev/sda1"
 # Published by every GPU node (cloud-init/bin/gpufleet-gpu-metric, from DCGM), one series per cluster: the Average

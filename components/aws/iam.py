@@ -7,8 +7,8 @@ import json
 import pulumi
 import pulumi_aws as aws
 
-from components.clouds.aws import AWS
-from components.clouds.permissions import ANY, BUCKET, METRIC, OBJECTS, OWN_GROUPS, OWN_INSTANCES, SESSION, actions
+from clouds.aws import AWS
+from plan.permissions import ANY, BUCKET, METRIC, OBJECTS, OWN_GROUPS, OWN_INSTANCES, SESSION, actions
 
 CALLS = AWS.node_calls  # what the nodes call, with the action each needs
 # What SSM Agent needs for Session Manager, as AWS's own AWSCloud9SSMInstanceProfile policy grants it

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pulumi_aws as aws
 
-from components.errors import Problem, SpecError
-from components.plan.candidates import Availability, Candidate
-from components.plan.facts import DeployFacts, Lookups
 from components.realizers.stock import sold_out
-from components.stackfile import CLUSTER_KEY
+from plan.candidates import Availability, Candidate
+from plan.facts import DeployFacts, Lookups
+from spec.errors import Problem, SpecError
+from spec.stackfile import CLUSTER_KEY
 
 BLOCK = "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation"
 OFFERINGS = "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings"

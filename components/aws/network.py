@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from components.plan.model import NetworkPlan
+from plan.model import NetworkPlan
 
 
 class AwsNetwork(pulumi.ComponentResource):

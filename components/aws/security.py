@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from components.plan.model import FirewallRule
+from plan.model import FirewallRule
 
 
 def _protocol_args(rule: FirewallRule) -> dict:

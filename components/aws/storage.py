@@ -5,9 +5,9 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from components.bundle import write_bundle
-from components.paths import BUNDLE_DIR
-from components.plan.model import StoragePlan
+from plan.bundle import write_bundle
+from plan.model import StoragePlan
+from plan.paths import BUNDLE_DIR
 
 
 class AwsStorage(pulumi.ComponentResource):

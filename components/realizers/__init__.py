@@ -6,13 +6,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-from components.clouds import CLOUDS
-from components.plan.candidates import choose
-from components.plan.facts import DeployFacts, Lookups, capacity_lookups, lookups
-from components.plan.model import ClusterPlan
+from clouds import CLOUDS
+from clouds.plans import lookups_for
 from components.realizers.contract import LookUps, Realizer, StackOutputs, checked_outputs, conforming
 from components.realizers.holders import gpu_holders
-from components.spec import ClusterSpec
+from plan.candidates import choose
+from plan.facts import DeployFacts, Lookups, capacity_lookups
+from plan.model import ClusterPlan
+from spec.cluster import ClusterSpec
 
 
 def realizer_of(cloud: str) -> Realizer:
@@ -39,7 +40,7 @@ def look_up(spec: ClusterSpec) -> tuple[ClusterSpec, DeployFacts]:
     capacity = _answers(spec.cloud, capacity_lookups(spec)).capacity
     if capacity:
         spec, _ = choose(spec, capacity)
-    return spec, DeployFacts(**{**vars(_answers(spec.cloud, lookups(spec))), "capacity": capacity})
+    return spec, DeployFacts(**{**vars(_answers(spec.cloud, lookups_for(spec))), "capacity": capacity})
 
 
 def realize(plan: ClusterPlan) -> StackOutputs:

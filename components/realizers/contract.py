@@ -14,8 +14,8 @@ from typing import Any, Protocol, TypedDict, get_origin, get_type_hints
 
 import pulumi
 
-from components.plan.facts import DeployFacts, Lookups
-from components.plan.model import ClusterPlan
+from plan.facts import DeployFacts, Lookups
+from plan.model import ClusterPlan
 
 
 class WorkerGroupOutput(TypedDict):
@@ -87,7 +87,7 @@ class Realizer(Protocol):
 
 
 class LookUps(Protocol):
-    """A cloud's look-ups module: what only the account can say, asked at deploy time (components/plan/facts.py)."""
+    """A cloud's look-ups module: what only the account can say, asked at deploy time (plan/facts.py)."""
 
     # What the preview's mocks answer in place of the cloud, by invoke token (fleet/preview.py): an answer, or a
     # function of the invoke's arguments where the answer depends on them (capacity: components/realizers/stock.py).

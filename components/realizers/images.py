@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.plan.model import ImagePlan
+from plan.model import ImagePlan
 
 
 def image_ignore_changes(image: ImagePlan) -> list[str] | None:

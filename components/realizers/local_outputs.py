@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.plan.model import ClusterPlan
 from components.realizers.contract import ClusterOutputs
 from components.realizers.outputs import plan_outputs
+from plan.model import ClusterPlan
 
 # No provider computes anything here.
 COMPUTED: dict[str, dict[str, Any]] = {}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from components.plan.model import ClusterPlan
-from components.plan.software import FAILURE_BUDGET, PERMANENT_FAILURES, failure_records
 from components.realizers.contract import PlanOutputs
+from plan.model import ClusterPlan
+from plan.software import FAILURE_BUDGET, PERMANENT_FAILURES, failure_records
 
 
 def plan_outputs(plan: ClusterPlan) -> PlanOutputs:

@@ -1,4 +1,4 @@
-"""Resource options that carry a set of nodes' rollout (components/plan/rollout.py) to Pulumi: which input change
+"""Resource options that carry a set of nodes' rollout (plan/rollout.py) to Pulumi: which input change
 replaces a node, whether the old one goes first, and what re-runs a group's one-shot refresh."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import hashlib
 
 import pulumi
 
-from components.plan.rollout import REPLACE, RolloutPlan
+from plan.rollout import REPLACE, RolloutPlan
 
 
 def user_data_trigger(user_data: str) -> str:

@@ -7,7 +7,6 @@ from typing import Any
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.plan.model import HEAD, INSTANCES, SCALING_GROUP, ClusterPlan, in_scaling_groups
 from components.realizers.contract import ClusterOutputs, PlacementOutput, WorkerGroupOutput
 from components.realizers.outputs import plan_outputs
 from components.tencentcloud.groups import TcWorkerGroups
@@ -17,6 +16,7 @@ from components.tencentcloud.network import TcNetwork
 from components.tencentcloud.nodes import NodeArgs, Placement
 from components.tencentcloud.security import TcSecurity
 from components.tencentcloud.storage import TcStorage
+from plan.model import HEAD, INSTANCES, SCALING_GROUP, ClusterPlan, in_scaling_groups
 
 # No output the provider computes, besides ids, that this realizer reads.
 COMPUTED: dict[str, dict[str, Any]] = {}

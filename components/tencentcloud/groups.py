@@ -6,12 +6,12 @@ from __future__ import annotations
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.plan.model import SPOT, RolePlan, WorkerGroupPlan
-from components.plan.rollout import REFRESH_BATCH
 from components.realizers.encoding import gzip_base64
 from components.realizers.images import image_ignore_changes
 from components.realizers.rollout import group_options
 from components.tencentcloud.nodes import SYSTEM_DISK, NodeArgs, Placement, market_args
+from plan.model import SPOT, RolePlan, WorkerGroupPlan
+from plan.rollout import REFRESH_BATCH
 
 # The refresh waits for every worker's reinstall and gate, one at a time; the provider's default is 5 minutes.
 REFRESH_TIMEOUT = "6h"

@@ -7,8 +7,8 @@ import json
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.clouds.permissions import ANY, BUCKET, OBJECTS, OWN_GROUPS, actions
-from components.clouds.tencentcloud import TENCENTCLOUD
+from clouds.tencentcloud import TENCENTCLOUD
+from plan.permissions import ANY, BUCKET, OBJECTS, OWN_GROUPS, actions
 
 CALLS = TENCENTCLOUD.node_calls  # what the nodes call, with the action each needs
 CLUSTER_TAG = "gpufleet:cluster"

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.plan.model import SPOT, RolePlan, WorkerGroupPlan
-from components.plan.rollout import rollout_of
 from components.realizers.encoding import gzip_base64
 from components.realizers.images import image_ignore_changes
 from components.realizers.rollout import node_options
 from components.tencentcloud.nodes import SYSTEM_DISK, NodeArgs, Placement, market_args
+from plan.model import SPOT, RolePlan, WorkerGroupPlan
+from plan.rollout import rollout_of
 
 
 def cvm_instance(resource_name: str, args: NodeArgs, role: RolePlan, where: Placement, *, nodes: str, spot: bool,

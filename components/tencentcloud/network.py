@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.plan.model import NetworkPlan
+from plan.model import NetworkPlan
 
 ANYWHERE = "0.0.0.0/0"
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.plan.model import ClusterPlan, ImagePlan, MarketPlan
-from components.plan.rollout import RolloutPlan
+from plan.model import ClusterPlan, ImagePlan, MarketPlan
+from plan.rollout import RolloutPlan
 
 SYSTEM_DISK = "CLOUD_SSD"
 ON_DEMAND = "POSTPAID_BY_HOUR"

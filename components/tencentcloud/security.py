@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.plan.model import FirewallRule
+from plan.model import FirewallRule
 
 
 def rule_entry(rule: FirewallRule, group_id: pulumi.Input[str]) -> dict:

@@ -7,10 +7,10 @@ from typing import Any
 
 from rich.console import Console
 
-from components.clouds import CLOUDS, profile
-from components.errors import ToolchainMissing
-from components.plan.model import ClusterPlan
+from clouds import CLOUDS, profile
 from fleet.preview import Preview
+from plan.model import ClusterPlan
+from spec.errors import ToolchainMissing
 
 
 def validation(preview: Preview, plan: ClusterPlan) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """Per cloud, what a booting instance sees besides its user-data. The cloud's facts come from its profile
-(components/clouds/<cloud>.py): how it names instances, its images' cloud-init datasource setting. What only the
+(clouds/<cloud>.py): how it names instances, its images' cloud-init datasource setting. What only the
 harness emulates is here, by the profile's name: the machine's DMI identity (how cloud-init recognises the cloud),
 which of the realizers' instances require a metadata token, and the image id an alias resolves to. A cloud without
 one of them is refused, naming what is missing: nothing falls through to another cloud's.
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import yaml
 
-from components.clouds.base import CloudProfile
 from here.metadata.state import Instance
+from plan.profile import CloudProfile
 
 
 class UnknownCloud(ValueError):

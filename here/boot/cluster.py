@@ -32,15 +32,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from components import bundle
-from components.clouds import booted_profile
-from components.plan.model import ClusterPlan
+from clouds import booted_profile
 from components.realizers.encoding import gzip_base64
 from here.boot import apt, clouds, gpu, lifetime, network, pypi, rootfs, store, storelog, tls, vpc
 from here.boot.machine import Machine, MachineConfig, cgroup_path
 from here.local.cloudconfig import document
 from here.metadata import state as metadata
 from here.metadata.state import Instance
+from plan import bundle
+from plan.model import ClusterPlan
 
 REPO = Path(__file__).resolve().parents[2]
 RUNS = rootfs.CACHE / "runs"

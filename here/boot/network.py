@@ -14,10 +14,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.plan.model import ClusterPlan
 from here.local import network as local_network
 from here.local.errors import sh
 from here.local.layout import Layout, Node
+from plan.model import ClusterPlan
 
 
 @dataclass(frozen=True)

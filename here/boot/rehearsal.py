@@ -8,10 +8,10 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping
 
-from components.plan.model import ClusterPlan
-from components.stackfile import CLUSTER_KEY, StackFile
 from here.boot import report
 from here.boot.cluster import Boot
+from plan.model import ClusterPlan
+from spec.stackfile import CLUSTER_KEY, StackFile
 
 # The local stack's tiny model: a CPU-only host (the harness fakes GPUs, torch runs on CPU) reaches the first step in
 # seconds instead of a GPT-2 job's minutes.

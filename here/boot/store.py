@@ -1,6 +1,6 @@
 """The object store standing in for S3, OSS and COS: moto (the library behind `moto[server]`) over HTTPS on the
 bridge, reached by each cloud's own endpoint names (the VPC's resolver points them here, tls.py signs them), and
-holding what the realizer uploads: the code bundle (components.bundle) at the plan's code key. On AWS the same
+holding what the realizer uploads: the code bundle (plan.bundle) at the plan's code key. On AWS the same
 server answers the EC2 and Auto Scaling calls a node makes.
 
 Run as `python -m here.boot.store ADDRESS CERT KEY CA SEED.json LOG` in the bridge namespace: it listens on
@@ -16,9 +16,9 @@ import sys
 import threading
 from pathlib import Path
 
-from components.clouds import booted_profile
-from components.plan.model import ClusterPlan
+from clouds import booted_profile
 from here.boot import storelog
+from plan.model import ClusterPlan
 
 
 def shared_directory(plan: ClusterPlan) -> str | None:

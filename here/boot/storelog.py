@@ -1,6 +1,6 @@
 """Every request the harness's store answers, one JSON line each: the store process (here.boot.store) wraps
 moto's WSGI app in `Recorder`, and tests read the lines back (`read`, `Boot.store_requests`) to see which operations
-a node's store client and cloud CLI made, by name, and so which actions its role needs (components/clouds/
+a node's store client and cloud CLI made, by name, and so which actions its role needs (clouds/
 permissions.py). Each line holds the client's address, method, host, path, the query's keys, the few headers that
 tell operations apart or show the caller (x-amz-copy-source, range, the signing key id), the status, and what the
 request is: `api` ("s3" for the object store, else the query API's service: "ec2", "autoscaling"), `bucket` and

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from components.bootstrap import ENTRY
 from here.local.errors import LocalError
+from plan.bootstrap import ENTRY
 
 HEADER = "#cloud-config"
 DECODERS = {

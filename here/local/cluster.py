@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from components.bundle import write_bundle
-from components.plan.model import ClusterPlan
 from here.local import cloudconfig, firewall, host, instances, network, processes, progress, rollout
 from here.local import state as statefile
 from here.local.errors import EXIT_USAGE, LocalError
 from here.local.layout import Layout, Node, layout
+from plan.bundle import write_bundle
+from plan.model import ClusterPlan
 
 LOOPBACK = "127.0.0.1"
 POLL_S = 0.2

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import ipaddress
 
-from components.plan.model import FirewallRule
 from here.local import network
 from here.local.errors import sh
+from plan.model import FirewallRule
 
 TABLE = "gpufleet"
 ALL_PORTS = (0, 65535)

@@ -1,18 +1,18 @@
 """Each local node as the metadata service (here.metadata) knows it: an instance the local cloud names
-(components/clouds/local.py instance_names), answered on a port of its own at the bridge's address (or on loopback
+(clouds/local.py instance_names), answered on a port of its own at the bridge's address (or on loopback
 without namespaces), so that a node reads its own spot notice at the cloud's path."""
 
 from __future__ import annotations
 
 import hashlib
 
-from components.clouds import profile
-from components.plan.model import ClusterPlan
+from clouds import profile
 from components.realizers.encoding import gzip_base64
 from here.local.errors import EXIT_USAGE, LocalError
 from here.local.layout import Layout, Node
 from here.metadata import state
 from here.metadata.state import Instance, Listener
+from plan.model import ClusterPlan
 
 BASE_PORT = 8000
 

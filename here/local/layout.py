@@ -7,7 +7,7 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.plan.model import SPOT, ClusterPlan
+from plan.model import SPOT, ClusterPlan
 
 STATE_ROOT = Path("/tmp")
 

@@ -1,5 +1,5 @@
 """A code change reaching a running local cluster: `fleet up` run again while the job runs rolls the nodes the plan
-says roll (components/plan/rollout.py ROLL), REFRESH_BATCH at a time, as a scaling group's rolling refresh does.
+says roll (plan/rollout.py ROLL), REFRESH_BATCH at a time, as a scaling group's rolling refresh does.
 
 The second `fleet up` (`request`) writes the new bundle to the bucket and a request beside the cluster's state; the
 `fleet up` that owns the nodes (`Roller`, polled by here.local.cluster) carries it out: the node hears it leaves on
@@ -19,14 +19,14 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from components.bundle import write_bundle
-from components.plan.model import HEAD, WORKER, ClusterPlan
-from components.plan.rollout import HOLD, REFRESH_BATCH, ROLL
 from here.local import cloudconfig, instances
 from here.local import state as statefile
 from here.local.errors import EXIT_USAGE, LocalError
 from here.local.layout import Layout, Node
 from here.metadata import state as metadata
+from plan.bundle import write_bundle
+from plan.model import HEAD, WORKER, ClusterPlan
+from plan.rollout import HOLD, REFRESH_BATCH, ROLL
 
 REQUEST = "rollout.json"
 REQUESTED, ROLLING, DONE = "requested", "rolling", "done"

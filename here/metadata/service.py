@@ -2,7 +2,7 @@
 machines' (here/boot: each cloud's service on its own link-local address, an instance known by the address it asks
 from) and the local cluster's (here/local: a port per node on the bridge, or on loopback without namespaces).
 
-It answers by the cloud's profile (components/clouds/<cloud>.py, through here.metadata.state): the session token
+It answers by the cloud's profile (clouds/<cloud>.py, through here.metadata.state): the session token
 where the cloud asks for one (PUT to its token path with "<header>-ttl-seconds", 1 to the longest life it grants,
 then every GET carries "<header>"; an instance that requires one is refused without it), the spot notice at the
 cloud's path (404 until one is set), and each cloud's tree (here.metadata.trees) with the user-data and the instance

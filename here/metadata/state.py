@@ -15,28 +15,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from components.clouds.base import CloudProfile
 from here.metadata import trees
+from here.metadata.instance import Instance
+from plan.profile import CloudProfile
 
 CONFIG = "instances.json"
-
-
-@dataclass(frozen=True)
-class Instance:
-    """One instance as its metadata service knows it."""
-
-    instance_id: str
-    private_ip: str
-    mac: str  # "" where the node has no interface of its own (the local cluster's loopback mode)
-    instance_type: str
-    region: str
-    zone: str
-    image_id: str
-    role: str  # the instance role whose credentials it serves; "" = none
-    hostname: str
-    user_data_b64: str  # what the realizer hands the cloud; the service serves it decoded, as the clouds do
-    tokens_required: bool
-    spot: bool
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,8 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from here.metadata.state import Instance
+from here.metadata.instance import Instance
 
 # A leaf that may change while the instance runs, read at each GET; None = absent (404, not listed).
 Live = Callable[[], "str | None"]

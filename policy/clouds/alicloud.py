@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from components.catalog import lookup
+from plan.catalog import lookup
 from policy.base import (
     ADVISORY,
     Ingress,

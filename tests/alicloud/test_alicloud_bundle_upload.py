@@ -8,11 +8,11 @@ import json
 
 import pytest
 import yaml
+from spec_cases import only, write
 
-from components import catalog
-from components.stackfile import load_stack_file
 from fleet.preview import run_program
-from tests.components.spec_cases import only, write
+from plan import catalog
+from spec.stackfile import load_stack_file
 
 OBJECT = "alicloud:oss/bucketObject:BucketObject"
 CNAME = "alicloud:oss/bucketCname:BucketCname"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from stack_preview import preview_stack
 
-from components.clouds import CLOUDS
+from clouds import CLOUDS
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = sorted(ROOT.joinpath("stacks").glob("Pulumi.ali-*.yaml"))

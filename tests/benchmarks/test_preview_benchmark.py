@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from components.stackfile import load_stack_file
 from fleet.stacks import spec_and_plan
+from spec.stackfile import load_stack_file
 
 _SPEC = importlib.util.spec_from_file_location(
     "preview_benchmark", Path(__file__).resolve().parents[2] / "benchmarks" / "preview.py")

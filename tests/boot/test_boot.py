@@ -17,12 +17,13 @@ import pytest
 from boot_helpers import wait
 from node_policies import grants, resources_of
 
-from components.clouds import permissions, profile
+from clouds import profile
 from components.realizers.encoding import gzip_base64
 from fleet.stacks import resolve, spec_and_plan
 from here.boot import report, store
 from here.boot.cluster import Boot
 from here.local.cloudconfig import document
+from plan import permissions
 
 pytestmark = pytest.mark.usefixtures("needs_root")
 

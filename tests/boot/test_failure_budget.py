@@ -9,11 +9,11 @@ import os
 
 import pytest
 
-from components.plan import userdata
-from components.plan.software import failure_records
 from fleet.stacks import resolve, spec_and_plan
 from here.boot import report
 from here.boot.cluster import Boot
+from plan import userdata
+from plan.software import failure_records
 
 pytestmark = pytest.mark.usefixtures("needs_root")
 

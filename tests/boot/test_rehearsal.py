@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from components.stackfile import CLUSTER_KEY
 from fleet.stacks import resolve, spec_and_plan
 from here.boot import rehearsal
+from spec.stackfile import CLUSTER_KEY
 
 
 def test_the_tiny_job_replaces_the_job_and_nothing_else():

@@ -12,7 +12,7 @@ import pytest
 
 from here.boot import rootfs
 
-BOOT = Path(__file__).resolve().parents[2] / "components" / "boot"
+BOOT = Path(__file__).resolve().parents[2] / "here" / "boot"
 
 
 def test_image_key_follows_packages_and_build_script(tmp_path, monkeypatch):

@@ -13,10 +13,10 @@ import pytest
 import yaml
 from boot_helpers import wait
 
-from components.stackfile import CLUSTER_KEY
 from fleet.stacks import resolve, spec_and_plan
 from here.boot import report, store
 from here.boot.cluster import Boot, node_settings
+from spec.stackfile import CLUSTER_KEY
 
 pytestmark = pytest.mark.usefixtures("needs_root")
 

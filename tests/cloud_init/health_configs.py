@@ -1,5 +1,5 @@
-"""node.json for the gate's tests: the file the plan writes for the local stack's head (components/plan/node.py,
-rendered by components.bootstrap), with the values a test needs in place of the plan's, so every test reads the
+"""node.json for the gate's tests: the file the plan writes for the local stack's head (plan/node.py,
+rendered by plan.bootstrap), with the values a test needs in place of the plan's, so every test reads the
 fields the plan writes."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from node_cases import plan_of
 
-from components.bootstrap import node_json
+from plan.bootstrap import node_json
 
 
 def node_config(thresholds: dict | None = None, health: dict | None = None, **fields) -> dict:

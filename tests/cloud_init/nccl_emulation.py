@@ -1,6 +1,6 @@
 """What NCCL and aws-ofi-nccl log when a process forms its first communicator, emulated for the tests: the rules
 written down here from their sources (docs/cloud-facts.md#nccl-net), apart from the plan's name table
-(components/plan/fabric.py) and the gate's parser (cloud-init/health/nccl.py), so the node checks are fed what a
+(plan/fabric.py) and the gate's parser (cloud-init/health/nccl.py), so the node checks are fed what a
 node's NCCL would print under the plan's nccl.env rather than a log typed to match the checks.
 
 aws/aws-ofi-nccl src/nccl_ofi_interface_nvidia.cpp: the plugin calls itself "Libfabric" since 1.13.0, "AWS Libfabric"

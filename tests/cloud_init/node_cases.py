@@ -6,13 +6,13 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from components.bootstrap import shell_value
-from components.bundle import bundle_sha256
-from components.paths import PROJECT_ROOT
-from components.plan.model import ROLES, ClusterPlan
-from components.stackfile import load_stack_file, stack_name_of
 from fleet.stacks import spec_and_plan
 from here.local.cloudconfig import execute
+from plan.bootstrap import shell_value
+from plan.bundle import bundle_sha256
+from plan.model import ROLES, ClusterPlan
+from plan.paths import PROJECT_ROOT
+from spec.stackfile import load_stack_file, stack_name_of
 
 STACKS = sorted((PROJECT_ROOT / "stacks").glob("Pulumi.*.yaml"))
 CASES = [f"{stack_name_of(path)}-{role}" for path in STACKS for role in ROLES]

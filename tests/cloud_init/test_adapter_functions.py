@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from components.clouds import CLOUDS
-from components.paths import PROJECT_ROOT
+from clouds import CLOUDS
+from plan.paths import PROJECT_ROOT
 
 CLOUDS_DIR = PROJECT_ROOT / "cloud-init/clouds"
 BIN = PROJECT_ROOT / "cloud-init/bin"

@@ -14,7 +14,7 @@ from bootstrap_helpers import run
 from test_local_scripts import local_node  # noqa: F401  (the fixture)
 
 from components.aws.compute import GPU_METRIC
-from components.plan.lifecycle import DRAIN_HOOK
+from plan.lifecycle import DRAIN_HOOK
 
 TOKEN_HEADER = "X-aws-ec2-metadata-token"
 INSTANCE_ID = "i-0123456789abcdef0"

@@ -12,10 +12,10 @@ import tarfile
 import pytest
 import yaml
 
-from components.bundle import build, bundle_bytes, bundle_sha256, source_files, write_bundle
-from components.paths import PROJECT_ROOT
-from components.stackfile import load_stack_file
 from fleet.stacks import spec_and_plan
+from plan.bundle import build, bundle_bytes, bundle_sha256, source_files, write_bundle
+from plan.paths import PROJECT_ROOT
+from spec.stackfile import load_stack_file
 
 
 def test_bundle_carries_the_node_files():

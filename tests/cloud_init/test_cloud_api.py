@@ -2,7 +2,7 @@
 reading its role's temporary key from a fake metadata service (Alibaba's in hardened mode: token first) and calling
 the cloud's API through the vendors' own SDKs (the versions the node's tools venv pins), against a local stand-in
 for the API that records each request and answers as the API documents; each call recorded is one the stack's
-rendered node role grants (its profile's node_calls, components/clouds/permissions.py)."""
+rendered node role grants (its profile's node_calls, plan/permissions.py)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ from bootstrap_helpers import run
 from node_cases import boot, user_data
 from node_policies import grants, resources_of
 
-from components.clouds import permissions, profile
-from components.paths import PROJECT_ROOT
+from clouds import profile
+from plan import permissions
+from plan.paths import PROJECT_ROOT
 
 KEY = {"id": "STS.test-id", "secret": "test-secret", "token": "test-session-token"}
 ROLE = "gpufleet-test-node"

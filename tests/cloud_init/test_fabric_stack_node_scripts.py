@@ -11,7 +11,7 @@ import pytest
 from bootstrap_helpers import run
 from test_local_scripts import local_node  # noqa: F401  (the fixture)
 
-from components.plan.software import PERMANENT_FAILURES
+from plan.software import PERMANENT_FAILURES
 
 ERDMA_SETUP = "http://mirrors.cloud.aliyuncs.com/erdma/env_setup.sh"
 

@@ -17,12 +17,12 @@ import yaml
 from nccl_emulation import EFA, NODE_OF_FABRIC, PLAIN, InitFailed, Node, nccl_log
 from node_cases import STACKS, plan_of
 
-from components.paths import PROJECT_ROOT
-from components.plan.fabric import NCCL_NETWORK_NAMES, nccl_network
-from components.plan.model import ROLES
-from components.plan.software import FABRIC_STACK
-from components.stackfile import load_stack_file, stack_name_of
 from fleet.stacks import spec_and_plan
+from plan.fabric import NCCL_NETWORK_NAMES, nccl_network
+from plan.model import ROLES
+from plan.paths import PROJECT_ROOT
+from plan.software import FABRIC_STACK
+from spec.stackfile import load_stack_file, stack_name_of
 
 sys.path.insert(0, str(PROJECT_ROOT / "cloud-init"))
 
@@ -100,14 +100,14 @@ def test_an_efa_type_the_stack_runs_over_tcp_expects_sockets(tmp_path, write_sta
 @pytest.mark.parametrize("nccl_net", [*NCCL_NETWORK_NAMES, "ofi", "Aws LibFabric", "SOCKET"])
 def test_the_plans_name_table_is_what_nccl_logs_for_each_nccl_net(nccl_net):
     """On a node with every transport (aws-ofi-nccl of the DLAMI, EFA, verbs), NCCL_NET picks one network; the name
-    NCCL logs for it is the plan's (components/plan/fabric.py), whatever the value's case."""
+    NCCL logs for it is the plan's (plan/fabric.py), whatever the value's case."""
     node = Node(plugin=EFA.plugin, efa_nics=EFA.efa_nics, verbs="mlx5_0:1/RoCE")
     assert nccl.parse(nccl_log({"NCCL_NET": nccl_net}, node)).network == nccl_network(nccl_net)
 
 
 def test_the_efa_stack_asks_for_an_aws_ofi_nccl_that_answers_to_ofi():
     """Up to 1.12 the plugin is "AWS Libfabric" whatever NCCL_NET says, so NCCL_NET=OFI fails at init there: the
-    release the fabric stack names (components/plan/software.py) must be one that answers to it."""
+    release the fabric stack names (plan/software.py) must be one that answers to it."""
     with pytest.raises(InitFailed):
         nccl_log({"NCCL_NET": "OFI"}, Node(plugin=(1, 12), efa_nics=32))
     stack, nccl_net = FABRIC_STACK["efa"]

@@ -1,4 +1,4 @@
-"""The gate's thresholds, decided by the plan from real catalog rows (components/plan/thresholds.py), and each
+"""The gate's thresholds, decided by the plan from real catalog rows (plan/thresholds.py), and each
 decision they make on the node: a GPU at 60% of its clock or sharing its time fails, a healthy card that varies by a
 few percent passes, an outlier among the node's GPUs fails."""
 
@@ -15,8 +15,8 @@ from health import matmul, memory
 from health.result import judge
 from health.thresholds import with_peers
 
-from components.catalog import lookup
-from components.plan.thresholds import thresholds
+from plan.catalog import lookup
+from plan.thresholds import thresholds
 
 
 def row(cloud: str, name: str, **changes):

@@ -11,8 +11,8 @@ import pytest
 from bootstrap_helpers import VENV_BIN
 from node_cases import boot, plan_of
 
-from components.bundle import build, source_files
 from here.local.network import inside
+from plan.bundle import build, source_files
 
 # The job the node's command hands its world to (health.run_job calls training.train.main): one all-reduce over the
 # nodes' eth0, each rank's sum written where the node points --checkpoint-dir.

@@ -18,11 +18,11 @@ import yaml
 from bootstrap_helpers import run
 from node_cases import boot, plan_of
 
-from components.bundle import bundle_sha256, write_bundle
-from components.clouds import CLOUDS
-from components.paths import PROJECT_ROOT
-from components.stackfile import load_stack_file
+from clouds import CLOUDS
 from fleet.stacks import spec_and_plan
+from plan.bundle import bundle_sha256, write_bundle
+from plan.paths import PROJECT_ROOT
+from spec.stackfile import load_stack_file
 
 LOCAL_STACK = yaml.safe_load((PROJECT_ROOT / "stacks/Pulumi.local.yaml").read_text())["config"]["gpufleet:cluster"]
 

@@ -1,4 +1,4 @@
-"""The node contract (components/plan/node.py) as the node reads it: bash sources every shipped case's node.env and
+"""The node contract (plan/node.py) as the node reads it: bash sources every shipped case's node.env and
 finds every field of the role's NodePlan, each once, as the contract says it is written; node.json holds the same
 fields under the same names; the gate's reader takes what it judges from node.json; and a field added to the
 dataclass reaches both files and user-data with no other change."""
@@ -15,9 +15,9 @@ import pytest
 import yaml
 from node_cases import CASES, plan_of
 
-from components.bootstrap import render_user_data
-from components.paths import PROJECT_ROOT
-from components.plan.node import NodePlan
+from plan.bootstrap import render_user_data
+from plan.node import NodePlan
+from plan.paths import PROJECT_ROOT
 
 sys.path.insert(0, str(PROJECT_ROOT / "cloud-init"))
 

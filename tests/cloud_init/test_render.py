@@ -13,13 +13,13 @@ import yaml
 from bootstrap_helpers import tool
 from node_cases import CASES, boot, plan_of, snapshot_text, user_data
 
-from components.bootstrap import BIN, CLOUD_ADAPTER, CLOUD_API
-from components.bundle import source_files
-from components.clouds import CLOUDS, profile
-from components.paths import PROJECT_ROOT
-from components.plan.lifecycle import DRAIN_HOOK
+from clouds import CLOUDS, profile
 from components.realizers.encoding import gzip_base64
 from here.local.cloudconfig import document
+from plan.bootstrap import BIN, CLOUD_ADAPTER, CLOUD_API
+from plan.bundle import source_files
+from plan.lifecycle import DRAIN_HOOK
+from plan.paths import PROJECT_ROOT
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 

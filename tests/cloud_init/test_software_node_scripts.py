@@ -21,7 +21,7 @@ from nccl_emulation import NODE_OF_FABRIC, PLAIN, Node
 from node_cases import plan_of
 from test_local_scripts import local_node  # noqa: F401  (the fixture)
 
-from components.plan.software import DRIVER_VERSION, FAILURE_BUDGET, TORCH_NCCL
+from plan.software import DRIVER_VERSION, FAILURE_BUDGET, TORCH_NCCL
 
 HERE = Path(__file__).resolve().parent
 # python3 on the node: the test's own, with the stand-in for a GPU torch after the script's PYTHONPATH.

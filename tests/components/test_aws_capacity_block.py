@@ -8,9 +8,9 @@ import pytest
 from stack_preview import preview_stack
 
 from components.aws.lookups import BLOCK, STAND_INS
-from components.paths import PROJECT_ROOT
 from fleet import preview
 from fleet.cli import main
+from plan.paths import PROJECT_ROOT
 
 STACK = PROJECT_ROOT / "stacks" / "Pulumi.aws-p4d-capacity-block.yaml"
 

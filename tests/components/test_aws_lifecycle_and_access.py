@@ -1,6 +1,6 @@
 """The AWS fixes of issue 20 on every shipped stack: pinned template versions, a deliberate head replacement, workers
 that drain through a lifecycle hook, a GPU metric the nodes publish, the permissions the node scripts use (scoped to
-the cluster: tests/components/test_node_permissions.py says which) and Session Manager instead of an SSH port nobody
+the cluster: tests/clouds/test_node_permissions.py says which) and Session Manager instead of an SSH port nobody
 can reach."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from stack_preview import preview_stack
 
 from components.aws.compute import GPU_METRIC
 from components.aws.iam import SESSION_MANAGER
-from components.plan.lifecycle import DRAIN_HOOK, DRAIN_TIMEOUT_S, HEAD_REPLACEMENT
 from fleet.cli import main
+from plan.lifecycle import DRAIN_HOOK, DRAIN_TIMEOUT_S, HEAD_REPLACEMENT
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = sorted((ROOT / "stacks").glob("Pulumi.aws-*.yaml"))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from stack_preview import preview_stack
 
-from components import catalog
+from plan import catalog
 
 STACKS = sorted(Path(__file__).resolve().parents[2].joinpath("stacks").glob("Pulumi.aws-*.yaml"))
 

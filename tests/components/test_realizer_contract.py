@@ -9,11 +9,11 @@ from types import ModuleType
 import pytest
 from stack_preview import SHIPPED, preview_stack
 
-from components.clouds import CLOUDS
-from components.paths import PROJECT_ROOT
-from components.plan.model import INSTANCES, SCALING_GROUP
+from clouds import CLOUDS
 from components.realizers import lookups_of, realizer_of
 from components.realizers.contract import LookUps, Realizer, StackOutputs, checked_outputs, conforming
+from plan.model import INSTANCES, SCALING_GROUP
+from plan.paths import PROJECT_ROOT
 from policy.clouds import alicloud, aws, tencentcloud
 
 # The resource types each cloud's scaling groups and placement groups are, as its policy reader names them.
@@ -36,8 +36,8 @@ def _module(source: str) -> ModuleType:
     module = ModuleType("candidate")
     exec(textwrap.dedent("""\
         from __future__ import annotations
-        from components.plan.facts import DeployFacts, Lookups
-        from components.plan.model import ClusterPlan
+        from plan.facts import DeployFacts, Lookups
+        from plan.model import ClusterPlan
         from components.realizers.contract import ClusterOutputs
         """) + textwrap.dedent(source), module.__dict__)
     return module

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from components.bundle import bundle_sha256
-from components.paths import PROJECT_ROOT
-from components.plan import planner
-from components.plan.rollout import GROUP_REPLACE, REFRESH, REPLACE, RESET_REFRESH
-from components.stackfile import load_stack_file
 from fleet.preview import run_program
+from plan import planner
+from plan.bundle import bundle_sha256
+from plan.paths import PROJECT_ROOT
+from plan.rollout import GROUP_REPLACE, REFRESH, REPLACE, RESET_REFRESH
+from spec.stackfile import load_stack_file
 
 # Two real bundles of this checkout, without and with the fused-loss kernels: a change of the training code.
 OLD, NEW = False, True

@@ -10,9 +10,9 @@ import pytest
 import yaml
 from spec_cases import FIVE_LINES, REGION_KEYS, only, plan_of, problems, write
 
-from components.stackfile import load_stack_file
 from fleet.cli import main
 from fleet.preview import run_program
+from spec.stackfile import load_stack_file
 
 LOCAL = "config:\n  gpufleet:cluster:\n    cloud: local\n    instanceType: cpu\n    nodes: 2\n"
 

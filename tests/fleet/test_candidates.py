@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.errors import SpecError
 from components.realizers.stock import SOLD_OUT
-from components.stackfile import load_stack_file
 from fleet.plan_command import capacity_of
 from fleet.preview import run_program
 from fleet.stacks import spec_and_plan
+from spec.errors import SpecError
+from spec.stackfile import load_stack_file
 
 STACKS = Path(__file__).resolve().parents[2] / "stacks"
 # A shipped stack per cloud and a second type of the same family for its candidate list.

@@ -1,4 +1,4 @@
-"""components.plan.cost: the arithmetic, price ageing and the cross-cloud comparison, without a CLI."""
+"""plan.cost: the arithmetic, price ageing and the cross-cloud comparison, without a CLI."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from datetime import date, timedelta
 
 import pytest
 
-from components.catalog import catalog
-from components.clouds import CLOUDS
-from components.plan.cost import (
+from clouds import CLOUDS
+from plan.catalog import catalog
+from plan.cost import (
     HOURS_PER_MONTH,
     MAX_PRICE_AGE_DAYS,
     Assumptions,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from components.stackfile import load_stack_file
 from fleet.cli import main
 from fleet.diagram import mermaid
 from fleet.stacks import spec_and_plan
+from spec.stackfile import load_stack_file
 
 STACKS = sorted((Path(__file__).resolve().parents[2] / "stacks").glob("Pulumi.*.yaml"))
 

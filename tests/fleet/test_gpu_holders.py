@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from components.stackfile import load_stack_file
 from fleet.preview import run_program
+from spec.stackfile import load_stack_file
 
 STACKS = sorted(p for p in (Path(__file__).resolve().parents[2] / "stacks").glob("Pulumi.*.yaml")
                 if p.stem != "Pulumi.local")

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from components.realizers.stock import SOLD_OUT
-from components.stackfile import load_stack_file
 from fleet.preview import run_program
+from spec.stackfile import load_stack_file
 
 STACKS = Path(__file__).resolve().parents[2] / "stacks"
 # Per cloud: a shipped stack, two types of its node shape, a type of another shape (more GPUs), another zone.

@@ -9,11 +9,11 @@ import json
 import pytest
 from stack_preview import shipped_where
 
-from components import catalog
-from components.clouds import CLOUDS
-from components.stackfile import load_stack_file
+from clouds import CLOUDS
 from fleet.preview import run_program
+from plan import catalog
 from policy.rules import evaluate
+from spec.stackfile import load_stack_file
 
 TYPES = [(cloud, name) for cloud in CLOUDS for name in catalog.type_names(cloud)]
 STAND_IN_APPID = "1250000000"

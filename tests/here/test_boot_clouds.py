@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.clouds import CLOUDS, booted_profile, profile
+from clouds import CLOUDS, booted_profile, profile
 from here.boot import clouds
 from here.metadata.state import Instance
 

@@ -16,7 +16,7 @@ from types import MappingProxyType
 
 import pytest
 
-from components.clouds import profile
+from clouds import profile
 from fleet.stacks import resolve, spec_and_plan
 from here.local import instances
 from here.local.errors import LocalError

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.plan.model import FirewallRule
 from fleet.stacks import resolve, spec_and_plan
 from here.local import cloudconfig, firewall, host, layout, network, progress
+from plan.model import FirewallRule
 
 ROOT = Path(__file__).resolve().parents[2]
 FLEET = [sys.executable, "-m", "fleet"]

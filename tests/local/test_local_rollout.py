@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.bundle import bundle_sha256
-from components.plan import planner
-from components.plan.rollout import HOLD, ROLL
 from fleet.stacks import resolve, spec_and_plan
 from here.local import cloudconfig, instances, layout, progress, rollout
 from here.local.errors import LocalError
 from here.local.state import State
+from plan import planner
+from plan.bundle import bundle_sha256
+from plan.rollout import HOLD, ROLL
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = {"model": "tiny", "seqLen": 128, "globalBatch": 12, "microBatch": 2, "logEvery": 1}

@@ -7,8 +7,8 @@ import copy
 import pytest
 from policy_helpers import STACKS
 
-from components.stackfile import load_stack_file
 from fleet.preview import run_program
+from spec.stackfile import load_stack_file
 
 
 @pytest.fixture(scope="session")

@@ -9,12 +9,12 @@ import pytest
 import yaml
 from policy_helpers import fired, first
 
-from components.cidrs import exposing, parse_cidr
 from fleet.cli import main
 from policy.clouds import alicloud as ali_t
 from policy.clouds import aws as aws_t
 from policy.clouds import tencentcloud as tc_t
 from policy.rules import evaluate
+from spec.cidrs import exposing, parse_cidr
 
 WIDE = ["0.0.0.0/0", "0.0.0.0/00", "0.0.0.0/0.0.0.0", "0.0.0.0/1", "128.0.0.0/1", "1.0.0.0/7", "::/0", "0::0/0",
         "::/1", "2000::/3"]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from policy.clouds import alicloud as ali_t
 from policy.clouds import aws as aws_t
-from policy.clouds import reader_for
 from policy.clouds import tencentcloud as tc_t
 from policy.internet import INTERNET_OPT_IN
+from policy.readers import reader_for
 from policy.rules import evaluate
 
 

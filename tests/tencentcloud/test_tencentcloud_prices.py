@@ -9,11 +9,11 @@ import pytest
 import yaml
 from stack_preview import preview_stack
 
-from components import catalog
-from components.errors import SpecError
-from components.stackfile import load_stack_file
 from fleet.plan_command import cost_of
 from fleet.stacks import spec_and_plan
+from plan import catalog
+from spec.errors import SpecError
+from spec.stackfile import load_stack_file
 
 SPOT_STACK = Path(__file__).resolve().parents[2] / "stacks" / "Pulumi.tencent-spot.yaml"
 SPOT_PRICE = "spotMaxPrice"

@@ -6,10 +6,10 @@ import copy
 
 import pytest
 
-from components.errors import SpecError
-from components.stackfile import load_stack_file
 from fleet.preview import run_program
 from fleet.stacks import spec_and_plan
+from spec.errors import SpecError
+from spec.stackfile import load_stack_file
 
 REGION = "ap-shanghai"
 HCC = {

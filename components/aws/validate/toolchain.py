@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.errors import ToolchainMissing
+from spec.errors import ToolchainMissing
 
 PROVIDER_SOURCE = "registry.terraform.io/hashicorp/aws"
 DEFAULT_MIRROR = Path("/opt/tf-plugins")

@@ -13,10 +13,10 @@ import pytest
 
 from components.aws.validate.check import CONFIG_FILE, provider_block
 from components.aws.validate.toolchain import find_toolchain, init, required_providers, resource_schemas
-from components.errors import ToolchainMissing
-from components.stackfile import load_stack_file
 from fleet.preview import run_program
 from fleet.stacks import spec_and_plan
+from spec.errors import ToolchainMissing
+from spec.stackfile import load_stack_file
 
 ROOT = Path(__file__).resolve().parents[3]
 AWS_STACKS = sorted((ROOT / "stacks").glob("Pulumi.aws-*.yaml"))

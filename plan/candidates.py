@@ -1,0 +1,82 @@
+"""Candidates: the ordered places a cluster may come up (the stack's own zone, type and market, then its
+`candidates`), their availability as the cloud's look-ups report it, and the first available one.
+
+The planner never asks the cloud: the look-ups answer `Availability` per candidate (components/<cloud>/lookups.py)
+and `choose` turns the first available one into the spec the plan is made from, or refuses the stack before any
+resource exists, naming every candidate tried and why it was not taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from spec.cluster import ClusterSpec
+from spec.errors import Problem, SpecError
+from spec.stackfile import CLUSTER_KEY
+
+ON_DEMAND = "on-demand"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One place to come up: a zone, an instance type, and whether every node runs on demand."""
+
+    zone: str
+    instance_type: str
+    on_demand: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.instance_type} in {self.zone}{' on demand' if self.on_demand else ''}"
+
+
+@dataclass(frozen=True)
+class Availability:
+    """What the cloud said of one candidate: available or not, and why not."""
+
+    candidate: Candidate
+    available: bool
+    reason: str = ""
+
+
+def _filled(spec: ClusterSpec, written) -> Candidate:
+    """A written candidate with the stack's zone, type and market where it leaves them out."""
+    return Candidate(written.zone or spec.zone, written.instance_type or spec.instance_type,
+                     on_demand=written.market == ON_DEMAND or spec.market.spot_percent == 0)
+
+
+def candidates(spec: ClusterSpec) -> tuple[Candidate, ...]:
+    """The stack's own zone, type and market first, then each of its `candidates` (each place once)."""
+    own = Candidate(spec.zone, spec.instance_type, on_demand=spec.market.spot_percent == 0)
+    return tuple(dict.fromkeys((own, *(_filled(spec, written) for written in spec.candidates))))
+
+
+def applied(spec: ClusterSpec, candidate: Candidate) -> ClusterSpec:
+    """The spec as it is on this candidate: its zone and type, on demand throughout where the candidate says so."""
+    market = spec.market
+    if candidate.on_demand:
+        market = market.model_copy(update={"spot_percent": 0, "max_spot_price": None})
+    return spec.model_copy(update={"zone": candidate.zone, "instance_type": candidate.instance_type,
+                                   "market": market, "candidates": []})
+
+
+def candidate_problems(spec: ClusterSpec, problems_of) -> Iterable[Problem]:
+    """What the rules say of the stack on each of its `candidates`, under that candidate's path: a candidate the
+    cloud cannot build (a type off the catalog, a fabric the type lacks) is refused like the stack itself."""
+    for index, written in enumerate(spec.candidates):
+        candidate = _filled(spec, written)
+        for problem in problems_of(applied(spec, candidate)):
+            yield Problem(f"{CLUSTER_KEY}.candidates[{index}]", f"on {candidate.label}: {problem.path} "
+                          f"{problem.message}", problem.fix)
+
+
+def choose(spec: ClusterSpec, capacity: tuple[Availability, ...]) -> tuple[ClusterSpec, Candidate]:
+    """The spec on the first available candidate; a SpecError naming each candidate and why when none is."""
+    for answer in capacity:
+        if answer.available:
+            return applied(spec, answer.candidate), answer.candidate
+    tried = "; ".join(f"{a.candidate.label}: {a.reason}" for a in capacity)
+    raise SpecError([Problem(f"{CLUSTER_KEY}.candidates", f"no candidate has capacity now, so nothing was created "
+                             f"(tried {tried}).", "add candidates in other zones, types or markets, or try again "
+                             "later.")])

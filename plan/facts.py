@@ -1,0 +1,55 @@
+"""Account facts only the cloud can give (its current image, the account's id, its Capacity Block), looked up when the
+program runs.
+
+The planner never calls a cloud: `lookups(spec, cloud)` says what a spec needs, the cloud's realizer package answers it
+(`components/<cloud>/lookups.py`, through the provider's own data sources) and the answers are inputs to `plan`.
+Offline, the preview's mocks answer with stand-ins (fleet/preview.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from plan.candidates import Availability, Candidate, candidates
+from plan.profile import CloudProfile, ImageQuery
+from spec.cluster import ClusterSpec
+
+
+@dataclass(frozen=True)
+class Lookups:
+    """What a spec needs looked up before it can be planned; empty for most stacks."""
+
+    image: ImageQuery | None = None
+    instance_type: str = ""
+    account_id: bool = False
+    capacity_block_zone: str = ""  # the zone of the account's active Capacity Block for instance_type; "" = not asked
+    candidates: tuple[Candidate, ...] = ()  # the places whose capacity to look up, in order; () = not asked
+
+    def __bool__(self) -> bool:
+        return self.image is not None or self.account_id or bool(self.capacity_block_zone) or bool(self.candidates)
+
+
+@dataclass(frozen=True)
+class DeployFacts:
+    """The answers: the image `auto` found, the account's id, its Capacity Block's id. None where nothing was asked."""
+
+    image_id: str | None = None
+    account_id: str | None = None
+    reservation_id: str | None = None
+    capacity: tuple[Availability, ...] = ()  # per candidate asked, in its order
+
+
+def lookups(spec: ClusterSpec, cloud: CloudProfile) -> Lookups:
+    """An image look-up for `image: auto` where the cloud has no alias; the account id where the default bucket's
+    name must carry it; the Capacity Block a `capacityBlock` stack runs in when it names no reservation."""
+    image = cloud.auto_image.lookup if spec.image == "auto" else None
+    account = cloud.account_in_bucket and not (spec.storage.checkpoint_bucket or spec.storage.existing_bucket)
+    block = spec.market.capacity_block and not spec.market.reservation_id
+    return Lookups(image=image, instance_type=spec.instance_type if image or block else "", account_id=account,
+                   capacity_block_zone=spec.zone if block else "")
+
+
+def capacity_lookups(spec: ClusterSpec) -> Lookups:
+    """The capacity of every candidate, where the stack lists more than its own place; asked before the other
+    look-ups, which then ask about the candidate chosen."""
+    return Lookups(candidates=candidates(spec) if spec.candidates else ())

@@ -1,0 +1,63 @@
+"""Rollout: how a change of code or settings (new user-data: the bundle's hash is in it) reaches the nodes already
+running, per set of nodes (the head, each worker group), through the cloud's own mechanism.
+
+A node's bootstrap (cloud-init's write_files and runcmd) runs once per instance, so user-data changed in place on a
+running instance never re-runs it (docs/cloud-facts.md#rollout-user-data): a change reaches a node only when the node
+is new. So every set of nodes is either replaced by `pulumi up` or refreshed by its group, and each leaving node
+checkpoints first, as on a spot notice (a group's termination hook, or the shutdown of a replaced instance)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The mechanisms. REPLACE: `pulumi up` replaces the instance (the provider's replace-on-user-data rule or Pulumi's
+# replaceOnChanges). REFRESH: the group's own rolling instance refresh, started by the new launch settings.
+# RESET_REFRESH: the group's refresh reinstalls each node in place from the new launch settings (same instance id,
+# fresh system disk, so cloud-init runs as on a first boot). GROUP_REPLACE: `pulumi up` replaces the whole group
+# (deleted first: its name is fixed), its workers leave together and the new group's join the job.
+REPLACE, REFRESH, RESET_REFRESH, GROUP_REPLACE = "replace", "refresh", "reset-refresh", "group-replace"
+# The local cluster (here/local/rollout.py). ROLL: `fleet up` run again takes the workers out of the running job
+# REFRESH_BATCH at a time (each checkpoints on its leave notice), boots each anew from the new user-data and waits
+# until it rejoins. HOLD: the head hosts the job's rendezvous store and decides its end, so it keeps the running
+# job's bundle; the new one reaches it when the cluster is next brought up.
+ROLL, HOLD = "roll", "hold"
+# Workers a group refreshes (or `fleet up` rolls) at once: one, so the job keeps all but one node training.
+REFRESH_BATCH = 1
+
+
+@dataclass(frozen=True)
+class RolloutPlan:
+    """One set of nodes and what a change of its user-data does to them."""
+
+    nodes: str  # "head", or a worker group's name ("workers", "on-demand", "spot")
+    role: str
+    form: str  # INSTANCES (the head, fixed workers) | SCALING_GROUP
+    count: int  # its nodes at the desired size
+    mechanism: str  # REPLACE | REFRESH | RESET_REFRESH | GROUP_REPLACE
+    delete_first: bool  # the old node goes before its successor is made (it holds the fixed address)
+    min_healthy_percent: int | None  # REFRESH: the share of the group kept in service while it rolls
+
+    @property
+    def how(self) -> str:
+        """What `fleet plan` says about this set when its user-data changes (the stack output `rollout`)."""
+        what = f"{self.nodes} ({self.count} node{'s' * (self.count != 1)})"
+        if self.mechanism == REFRESH:
+            return (f"{what}: the group's instance refresh replaces them, keeping {self.min_healthy_percent}% in "
+                    "service; each checkpoints at its termination hook before it goes")
+        if self.mechanism == RESET_REFRESH:
+            return (f"{what}: the group's instance refresh reinstalls them {REFRESH_BATCH} at a time from the new "
+                    "launch configuration; each checkpoints on its shutdown before it goes")
+        if self.mechanism == ROLL:
+            return (f"{what}: `fleet up` rolls them {REFRESH_BATCH} at a time while the job goes on: each "
+                    "checkpoints on its leave notice, boots anew with the new bundle and rejoins before the next goes")
+        if self.mechanism == HOLD:
+            return (f"{what}: not rolled: it hosts the running job's rendezvous, so it keeps its bundle until the "
+                    "cluster is next brought up")
+        if self.mechanism == GROUP_REPLACE:
+            return (f"{what}: the group is deleted with its workers (each checkpoints on its shutdown), then made "
+                    "anew from the new configuration; the job waits, from its checkpoint, for the new workers")
+        order = ("deleted, then created anew (it holds the fixed address); the job stops with a checkpoint and "
+                 "resumes on the new head" if self.delete_first else
+                 "replaced together by `pulumi up`; each checkpoints on its shutdown before it goes")
+        return f"{what}: {order}"
+
