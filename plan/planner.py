@@ -127,11 +127,6 @@ def plan_rollout(mechanisms: Mapping[str, str], workers: tuple[WorkerGroupPlan, 
     return (head, *groups)
 
 
-def rollout_of(rollout: tuple[RolloutPlan, ...], nodes: str) -> RolloutPlan:
-    """The rollout of one set of nodes, by its name."""
-    return next(r for r in rollout if r.nodes == nodes)
-
-
 def plan(spec: ClusterSpec, stack: str, cloud: CloudProfile, facts: DeployFacts | None = None, *,
          project: str | None = None) -> ClusterPlan:
     """Decide the whole cluster for a spec that passed `clouds.rules.validate`, on its cloud's profile

@@ -61,3 +61,7 @@ class RolloutPlan:
                  "replaced together by `pulumi up`; each checkpoints on its shutdown before it goes")
         return f"{what}: {order}"
 
+
+def rollout_of(rollout: tuple[RolloutPlan, ...], nodes: str) -> RolloutPlan:
+    """The rollout of one set of nodes, by its name."""
+    return next(r for r in rollout if r.nodes == nodes)

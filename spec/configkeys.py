@@ -49,9 +49,9 @@ def _provider(key: str, value: Any, keys: ProviderKeys) -> Iterator[Problem]:
                       "remove it (HTTPS is the default).")
 
 
-def config_key_problems(config: Mapping[str, Any]) -> list[Problem]:
+def config_key_problems(config: Mapping[str, Any], providers: Mapping[str, ProviderKeys]) -> list[Problem]:
     """Keys nothing would read (another gpufleet key, a key with no namespace), and provider keys that publish a
-    credential or redirect the provider."""
+    credential or redirect the provider (`providers`: each provider's keys by its config namespace)."""
     problems = []
     for key, value in config.items():
         key = str(key)
@@ -64,20 +64,6 @@ def config_key_problems(config: Mapping[str, Any]) -> list[Problem]:
             problems.append(Problem(key, f"is in gpufleet's namespace, but gpufleet reads only `{CLUSTER_KEY}`: this "
                                     "would be ignored.", f"move its settings under `{CLUSTER_KEY}`, or remove it "
                                     "(a note belongs in a YAML comment)."))
-        elif (keys := PROVIDERS.get(namespace)) is not None:
+        elif (keys := providers.get(namespace)) is not None:
             problems += _provider(key, value, keys)
     return problems
-
-
-# Each provider's keys, by its config namespace, from the pinned packages' config/vars.py
-# (docs/cloud-facts.md#provider-config-keys).
-PROVIDERS = {
-    "aws": ProviderKeys(credentials=("accessKey", "secretKey", "token"), endpoints=("endpoints",),
-                        environment="AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)", insecure="insecure"),
-    "alicloud": ProviderKeys(credentials=("accessKey", "secretKey", "securityToken"),
-                             endpoints=("endpoints", "logEndpoint", "mnsEndpoint"),
-                             environment="ALICLOUD_ACCESS_KEY, ALICLOUD_SECRET_KEY", protocol="protocol"),
-    "tencentcloud": ProviderKeys(credentials=("secretId", "secretKey", "securityToken"),
-                                 endpoints=("domain", "cosDomain"),
-                                 environment="TENCENTCLOUD_SECRET_ID, TENCENTCLOUD_SECRET_KEY", protocol="protocol"),
-}

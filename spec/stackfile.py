@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from spec.clouds import REGION_KEYS
+from spec.clouds import PROVIDER_KEYS, REGION_KEYS
 from spec.configkeys import CLUSTER_KEY, config_key_problems
 from spec.errors import Problem, SpecError
 
@@ -333,7 +333,7 @@ def load_stack_file(path: Path) -> StackFile:
                                  f"put the cluster under `config: {{{CLUSTER_KEY}: {{...}}}}`.")], source)
     _plain(config, "", source)
     _misspelt(config, source)
-    if problems := config_key_problems(config):
+    if problems := config_key_problems(config, PROVIDER_KEYS):
         raise SpecError(problems, source)
     _cluster_object(config)
     name = stack_name_of(path)

@@ -14,6 +14,7 @@ from clouds import profile
 from plan.firewall import INTERNET_OPT_IN
 from plan.lifecycle import DRAIN, HEAD_REPLACED, HEALTH_GRACE, REBALANCE
 from plan.model import INSTANCES, MIXED, ON_DEMAND, ROLES, SCALING_GROUP, SPOT, WORKER
+from plan.prices import list_price
 from spec.cidrs import exposing, parse_cidr
 from training.config import parse_args
 
@@ -213,7 +214,9 @@ def test_cost_prices_the_desired_nodes(drawn):
     more than that, nor less than all of them at the cloud's deepest discount, and it is that price without spot or
     a reservation."""
     plan = planned(drawn).plan
-    price, cost = plan.instance.price_usd_per_hour, plan.cost
+    listed, cost = list_price(plan.instance), plan.cost
+    price = listed.hourly
+    assert cost.currency == listed.currency
     if price is None:
         assert cost.on_demand_hourly is None and cost.expected_hourly is None
         return
