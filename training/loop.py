@@ -1,7 +1,8 @@
 """The step loop: optimizer steps from where the job starts (0, or the resumed step) until ``steps``, a stop request
 or ``stop_after_steps``; each step trains on its global batch, logs every ``log_every`` steps (with the held-out loss
 every ``eval_every``), checks that the loss and gradient norm stay finite, and ends with a save where one is due
-(training.stopping). The time spent in checkpoints and validation is kept out of the step time and tokens/s."""
+(training.stopping) and, with ``keep_dir``, the step's state kept in host memory (training.keeper). The time spent in
+checkpoints and validation is kept out of the step time and tokens/s; keeping the state is part of the step."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import torch.distributed as dist
 from training.config import ConfigError, TrainConfig
 from training.data import ShardedBatches
 from training.distributed import Dist
+from training.keeper import Keeper
 from training.metrics import MetricsWriter, mfu
 from training.prepare import Prepared
 from training.schedule import learning_rate
@@ -53,6 +55,7 @@ class StepLoop:
         self.cfg, self.d, self.job, self.data, self.writer, self.stop = cfg, d, job, data, writer, stop
         self.started = started
         self.saves = Saves(cfg, d)
+        self.keeper = Keeper(cfg, d) if cfg.keep_dir else None
         self.flops_per_token = job.model.flops_per_token()
         self.peak = peak
         self.tokens_per_step = cfg.global_batch * cfg.seq_len
@@ -91,6 +94,8 @@ class StepLoop:
                     self._check_finite(self.step)
                     sync(self.d.device)
                     paused += self.saves.save(self.step, self.job.model, self.job.optimizer, self.data.position)
+                if self.keeper is not None and self.step < cfg.steps:
+                    self.keeper.keep(self.step, self.job.model, self.job.optimizer, self.data.position)
                 # Checkpoint and validation time are reported apart, not folded into step time and tokens/s.
                 self.last_log = (self.last_log[0] + paused, self.last_log[1])
                 self.timed_from = (self.timed_from[0] + paused, self.timed_from[1])
@@ -102,6 +107,8 @@ class StepLoop:
         sync(self.d.device)
         self.end = time.perf_counter()
         self.saves.finish()
+        if self.keeper is not None and self.step == cfg.steps:
+            self.keeper.clear()
         self.data.close()
         self.writer.close()
 
