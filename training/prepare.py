@@ -1,7 +1,8 @@
 """Set-up: everything the job needs before its first step, in the order every rank runs it (the collectives in it,
 the resume's look-up, the kernels' agreement and the micro-batch's measurement, come in the same order on every
 rank): the directories, the memory budget (read before the job allocates anything), the data, the state to resume
-from (a survivor's memory, else the checkpoint), the model with its kernels, AdamW, DDP and torch.compile, and the micro-batch that fits."""
+from (a survivor's memory, else the checkpoint), the model with its kernels, AdamW, DDP and torch.compile, and the
+micro-batch that fits."""
 
 from __future__ import annotations
 
