@@ -393,11 +393,12 @@ def test_a_lost_worker_costs_at_most_one_step_and_seconds(cluster, fault):
     summary = c.finish()
     assert (summary["steps_completed"], summary["ranks"]) == (steps, 2), summary
     history = progress.steps(c.lay)
+    before_fault = [s for s in history if s.time <= fault_at][-1:]
     after = [s for s in history if s.time > fault_at]
-    resumed = max(zip(after, after[1:], strict=False), key=lambda pair: pair[1].time - pair[0].time)[1] \
-        if len(after) > 1 else after[0]
+    # the re-formed job's first step ends the longest pause after the fault
+    resumed = max(zip(before_fault + after, after, strict=False), key=lambda pair: pair[1].time - pair[0].time)[1]
     assert resumed.time - fault_at < 30, f"{resumed.time - fault_at:.1f} s from the fault to the next step"
     counted = [s.step for s in history]
     assert sorted(set(counted)) == list(range(1, steps + 1)), "every step trained"
     assert len(counted) - len(set(counted)) <= 1, "at most the step in flight trained again"
-    assert summary["resumed_from_step"] >= before - 1 and summary["resumed_from_step"] % 50 != 0
+    assert summary["resumed_from_step"] >= before - 1, "from the last finished step, not the checkpoint at 50"
