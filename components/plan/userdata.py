@@ -21,11 +21,11 @@ CHECKPOINT_DIR = "/var/lib/gpufleet/checkpoints"
 JOB_PACKAGES = (TORCH, "numpy>=1.26", "rich>=13")
 # torchrun's restart budget: every re-formed rendezvous (a node lost, a spot exit, a node joining) spends one.
 MAX_RESTARTS = 100
-# torchrun's c10d rendezvous, set for re-forming in seconds (benchmarks/RECOVERY.md has the measurements): an agent
-# whose keep-alive is RDZV_KEEP_ALIVE_S x RDZV_KEEP_ALIVE_TRIES old is dropped from the round (torch's 5 s x 3); once
-# the fewest nodes joined, the round waits RDZV_LAST_CALL_S for more (torch's 30 s). The last call only has to cover
-# the spread of the surviving agents' arrival (each stops its workers first); a node later than that is not lost, it
-# waits for the next round and the job re-forms once more with it (no step lost: training.recovery).
+# torchrun's c10d rendezvous (docs/cloud-facts.md#torch-rendezvous), set to re-form in seconds (benchmarks/RECOVERY.md):
+# an agent whose keep-alive is RDZV_KEEP_ALIVE_S x RDZV_KEEP_ALIVE_TRIES old is dropped from the round (torch's 5 x 3);
+# once the fewest nodes joined, the round waits RDZV_LAST_CALL_S for more (torch's 30 s). The last call only has to
+# cover the spread of the surviving agents' arrival (each stops its workers first); a node later than that is not
+# lost, it waits for the next round and the job re-forms once more with it (no step lost: training.recovery).
 RDZV_KEEP_ALIVE_S = 1
 RDZV_KEEP_ALIVE_TRIES = 3
 RDZV_LAST_CALL_S = 5
