@@ -130,7 +130,7 @@ class TrainConfig:
     keep_dir: str = _setting(
         "Directory in host memory that outlives this worker (a node's tmpfs): each rank keeps its last finished "
         "step's state there, so a job re-formed after a node is lost goes on from a survivor's memory instead of the "
-        "last checkpoint (training.keeper, training.recovery). Empty: off.",
+        "last checkpoint (training.last_step, training.recovery). Empty: off.",
         default="",
     )
     peer_timeout: float = _setting(

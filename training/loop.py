@@ -1,7 +1,7 @@
 """The step loop: optimizer steps from where the job starts (0, or the resumed step) until ``steps``, a stop request
 or ``stop_after_steps``; each step trains on its global batch, logs every ``log_every`` steps (with the held-out loss
 every ``eval_every``), checks that the loss and gradient norm stay finite, and ends with a save where one is due
-(training.stopping) and, with ``keep_dir``, the step's state kept in host memory (training.keeper). The time spent in
+(training.stopping) and, with ``keep_dir``, the step's state kept in host memory (training.last_step). The time spent in
 checkpoints and validation is kept out of the step time and tokens/s; keeping the state is part of the step."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch.distributed as dist
 from training.config import ConfigError, TrainConfig
 from training.data import ShardedBatches
 from training.distributed import Dist
-from training.keeper import Keeper
+from training.last_step import Keeper
 from training.metrics import MetricsWriter, mfu
 from training.prepare import Prepared
 from training.schedule import learning_rate

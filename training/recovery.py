@@ -1,5 +1,5 @@
 """Going on from a survivor's memory: after the job re-formed (a node lost, cut off, or gone after a spot notice; a
-node joining), the newest step any surviving node keeps (``training.keeper``) is sent from that node to every rank,
+node joining), the newest step any surviving node keeps (``training.last_step``) is sent from that node to every rank,
 a joining or replacement node included, over the job's control group; the disk checkpoint is read only where no
 node keeps a step at least as new (the whole cluster was lost, or ``keep_dir`` is off).
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from training import checkpoint, keeper, resume
+from training import checkpoint, last_step, resume
 from training.config import TrainConfig
 from training.distributed import Dist
 
@@ -21,7 +21,7 @@ from training.distributed import Dist
 def _report(cfg: TrainConfig, d: Dist) -> dict:
     """What this rank can offer: its kept step, and (on a node's first rank) the newest step on the node's disk."""
     directory = Path(cfg.keep_dir)
-    step = keeper.kept_step(directory, d.local_rank)
+    step = last_step.kept_step(directory, d.local_rank)
     disk = max(checkpoint.offered(Path(cfg.resolved_checkpoint_dir())), default=-1) if d.is_node_main else -1
     return {"rank": d.rank, "node": d.node_rank, "step": step, "whole": d.is_node_main and step is not None,
             "disk": disk}
@@ -50,11 +50,11 @@ def load(cfg: TrainConfig, d: Dist) -> resume.Resumed | None:
         return None
     step, source = chosen
     directory = Path(cfg.keep_dir)
-    mine = keeper.kept_path(directory, d.local_rank, step).read_bytes() if d.rank == source else None
+    mine = last_step.kept_path(directory, d.local_rank, step).read_bytes() if d.rank == source else None
     where = f"the memory of rank {source} (node {reports[source]['node']}, step {step})"
     state = checkpoint.loads(d.broadcast_object(mine, src=source))
     changes = resume.check_compatible(cfg, state, where)
-    own = keeper.kept_path(directory, d.local_rank, step)
+    own = last_step.kept_path(directory, d.local_rank, step)
     kept = checkpoint.loads(own.read_bytes()) if own.is_file() else None
     streams = dict(filter(None, d.all_gather_object((kept["rank"], kept["rng"]) if kept else None)))
     rngs = [streams.get(rank) for rank in range(1 + max(streams, default=-1))]

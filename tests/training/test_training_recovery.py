@@ -1,4 +1,4 @@
-"""Going on from a survivor's memory (training.keeper, training.recovery): a job re-formed without a node, or with a
+"""Going on from a survivor's memory (training.last_step, training.recovery): a job re-formed without a node, or with a
 fresh node in its place, goes on from the step the survivors keep in host memory, with no checkpoint on any disk,
 and computes what one process computes (float64: equal means equal), every sequence trained once."""
 
