@@ -81,9 +81,10 @@ def register(subparsers) -> None:
     status.set_defaults(run=run_status)
     drill = subparsers.add_parser("drill", help="inject a fault into the running local cluster")
     add_stack_args(drill, json_flag=False)
-    drill.add_argument("fault", choices=["kill", "spot", "rejoin"],
-                       help="kill: the node dies; spot: an interruption notice; rejoin: a node that left boots again "
-                            "(a fresh machine, as the scaling group replaces it) and joins the running job")
+    drill.add_argument("fault", choices=["kill", "spot", "cut", "rejoin"],
+                       help="kill: the node dies; spot: an interruption notice; cut: the node's network is cut; "
+                            "rejoin: a node that left boots again (a fresh machine, as the scaling group replaces it) "
+                            "and joins the running job")
     drill.add_argument("node", help="node name, e.g. worker-1")
     drill.set_defaults(run=run_drill)
 
@@ -167,7 +168,8 @@ def run_status(args) -> int:
 def run_drill(args) -> int:
     _, plan = _plan(args)
     try:
-        drills = {"kill": cluster.kill_node, "spot": cluster.spot_notice, "rejoin": cluster.rejoin_node}
+        drills = {"kill": cluster.kill_node, "spot": cluster.spot_notice, "cut": cluster.cut_node,
+                  "rejoin": cluster.rejoin_node}
         drills[args.fault](plan, args.node)
     except LocalError as error:
         return _fail(error)

@@ -21,6 +21,14 @@ CHECKPOINT_DIR = "/var/lib/gpufleet/checkpoints"
 JOB_PACKAGES = (TORCH, "numpy>=1.26", "rich>=13")
 # torchrun's restart budget: every re-formed rendezvous (a node lost, a spot exit, a node joining) spends one.
 MAX_RESTARTS = 100
+# torchrun's c10d rendezvous (docs/cloud-facts.md#torch-rendezvous), set to re-form in seconds (benchmarks/RECOVERY.md):
+# an agent whose keep-alive is RDZV_KEEP_ALIVE_S x RDZV_KEEP_ALIVE_TRIES old is dropped from the round (torch's 5 x 3);
+# once the fewest nodes joined, the round waits RDZV_LAST_CALL_S for more (torch's 30 s). The last call only has to
+# cover the spread of the surviving agents' arrival (each stops its workers first); a node later than that is not
+# lost, it waits for the next round and the job re-forms once more with it (no step lost: training.recovery).
+RDZV_KEEP_ALIVE_S = 1
+RDZV_KEEP_ALIVE_TRIES = 3
+RDZV_LAST_CALL_S = 5
 SPOT_POLL_S = 5  # poll the notice every 5 s (docs/cloud-facts.md#aws-spot)
 SPOT_GRACE_S = 90  # the shortest notice is 120 s (docs/cloud-facts.md#aws-spot): time to push the checkpoint
 # How often a node pushes its checkpoints to the bucket besides the push at the job's end and at a spot notice.
@@ -56,13 +64,15 @@ def node_command(job: Job, role: str) -> tuple[str, ...]:
     """The exact argv a node of this role runs (gpufleet-train fills the {slots}): torchrun joining the c10d
     rendezvous on the head, which hosts its store, then the training job. The node's own directories come last, since
     the last of a repeated flag wins; metrics go in one folder per node beside the checkpoints, so they reach the
-    bucket with them."""
+    bucket with them, and each rank keeps its last step's state in the node's tmpfs ({keep_dir})."""
     low, high = job.nnodes
     return ("torchrun", f"--nnodes={low}:{high}", f"--nproc-per-node={job.ranks_per_node}", "--rdzv-backend=c10d",
             f"--rdzv-endpoint={{head_address}}:{job.rendezvous_port}", f"--rdzv-id={job.name}",
-            f"--rdzv-conf=is_host={int(role == HEAD)}", f"--max-restarts={MAX_RESTARTS}", "--local-addr={local_addr}",
+            f"--rdzv-conf=is_host={int(role == HEAD)},last_call_timeout={RDZV_LAST_CALL_S},"
+            f"keep_alive_interval={RDZV_KEEP_ALIVE_S},keep_alive_max_attempt={RDZV_KEEP_ALIVE_TRIES}",
+            f"--max-restarts={MAX_RESTARTS}", "--local-addr={local_addr}",
             "-m", "health.run_job", *job.job_args, "--checkpoint-dir", "{checkpoint_dir}",
-            "--run-dir", "{checkpoint_dir}/runs/{node_id}")
+            "--run-dir", "{checkpoint_dir}/runs/{node_id}", "--keep-dir", "{keep_dir}")
 
 
 def plan_node(spec: ClusterSpec, cloud: CloudProfile, row: InstanceType, role: str, *, name: str, job: Job,

@@ -127,6 +127,19 @@ class TrainConfig:
         "Write a checkpoint every N steps; 0 only on signals and at the end.", default=200, ge=0
     )
     keep_checkpoints: int = _setting("Keep the last K checkpoints.", default=3, ge=1)
+    keep_dir: str = _setting(
+        "Directory in host memory that outlives this worker (a node's tmpfs): each rank keeps its last finished "
+        "step's state there, so a job re-formed after a node is lost goes on from a survivor's memory instead of the "
+        "last checkpoint (training.last_step, training.recovery). Empty: off.",
+        default="",
+    )
+    peer_timeout: float = _setting(
+        "Seconds without a heartbeat from a peer rank (or an answer from the job's store) after which this worker "
+        "ends, so the agents re-form the job without a lost or cut-off node at once instead of after the collectives' "
+        "timeout (training.watchdog); 0: off.",
+        default=6.0,
+        ge=0,
+    )
     checkpoint_at_end: bool = _setting("Write a checkpoint after the last step.", default=True)
     resume: bool = _setting(
         "Resume from the newest valid checkpoint any node holds in its checkpoint_dir, when one exists.", default=True

@@ -1,10 +1,13 @@
 """The step loop: optimizer steps from where the job starts (0, or the resumed step) until ``steps``, a stop request
 or ``stop_after_steps``; each step trains on its global batch, logs every ``log_every`` steps (with the held-out loss
 every ``eval_every``), checks that the loss and gradient norm stay finite, and ends with a save where one is due
-(training.stopping). The time spent in checkpoints and validation is kept out of the step time and tokens/s."""
+(training.stopping) and, with ``keep_dir``, the step's state kept in host memory (training.last_step). The time spent in
+checkpoints and validation is kept out of the step time and tokens/s; keeping the state is part of the step (it
+costs the copies' set-up on a GPU: the write is off the loop)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import torch
@@ -13,6 +16,7 @@ import torch.distributed as dist
 from training.config import ConfigError, TrainConfig
 from training.data import ShardedBatches
 from training.distributed import Dist
+from training.last_step import Keeper
 from training.metrics import MetricsWriter, mfu
 from training.prepare import Prepared
 from training.schedule import learning_rate
@@ -53,6 +57,7 @@ class StepLoop:
         self.cfg, self.d, self.job, self.data, self.writer, self.stop = cfg, d, job, data, writer, stop
         self.started = started
         self.saves = Saves(cfg, d)
+        self.keeper = Keeper(cfg, d) if cfg.keep_dir else None
         self.flops_per_token = job.model.flops_per_token()
         self.peak = peak
         self.tokens_per_step = cfg.global_batch * cfg.seq_len
@@ -91,6 +96,8 @@ class StepLoop:
                     self._check_finite(self.step)
                     sync(self.d.device)
                     paused += self.saves.save(self.step, self.job.model, self.job.optimizer, self.data.position)
+                if self.keeper is not None and self.step < cfg.steps:
+                    self.keeper.keep(self.step, self.job.model, self.job.optimizer, self.data.position)
                 # Checkpoint and validation time are reported apart, not folded into step time and tokens/s.
                 self.last_log = (self.last_log[0] + paused, self.last_log[1])
                 self.timed_from = (self.timed_from[0] + paused, self.timed_from[1])
@@ -98,10 +105,17 @@ class StepLoop:
                     break
         except BaseException:
             self.saves.drain()
+            if self.keeper is not None:  # the last finished step's copy is whole: let it reach the file
+                with contextlib.suppress(Exception):
+                    self.keeper.flush()
             raise
         sync(self.d.device)
         self.end = time.perf_counter()
         self.saves.finish()
+        if self.keeper is not None and self.step == cfg.steps:
+            self.keeper.clear()
+        elif self.keeper is not None:
+            self.keeper.flush()
         self.data.close()
         self.writer.close()
 
@@ -119,6 +133,8 @@ class StepLoop:
             torch.nn.utils.clip_grads_with_norm_(job.params, self.cfg.grad_clip, self.norm)
         self.nonfinite += (~torch.isfinite(self.norm)) | (~torch.isfinite(step_loss))
         self.loss_sum += step_loss
+        if self.keeper is not None:
+            self.keeper.before_update()
         job.optimizer.step()
         job.optimizer.zero_grad(set_to_none=True)
         self.step += 1

@@ -1,7 +1,8 @@
 """Set-up: everything the job needs before its first step, in the order every rank runs it (the collectives in it,
 the resume's look-up, the kernels' agreement and the micro-batch's measurement, come in the same order on every
-rank): the directories, the memory budget (read before the job allocates anything), the data, the checkpoint to
-resume from, the model with its kernels, AdamW, DDP and torch.compile, and the micro-batch that fits."""
+rank): the directories, the memory budget (read before the job allocates anything), the data, the state to resume
+from (a survivor's memory, else the checkpoint), the model with its kernels, AdamW, DDP and torch.compile, and the
+micro-batch that fits."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from training import memory, resume
+from training import memory, recovery, resume
 from training.batching import StepSplit
 from training.config import ConfigError, TrainConfig
 from training.data import MicroBatch, SyntheticTokens, TokenFiles, open_source
@@ -121,7 +122,7 @@ def prepare(cfg: TrainConfig, d: Dist) -> Prepared:
     _make_dirs(cfg)
     available = memory.budget(cfg, d.device)  # before this job allocates anything
     source = open_source(cfg)
-    resumed = resume.load(cfg, d)
+    resumed = recovery.load(cfg, d) or resume.load(cfg, d)  # a survivor's memory first, else the disk
     torch.manual_seed(cfg.seed)
     select_attention_backend(cfg.sdpa_backend)
 

@@ -195,7 +195,7 @@ def restore(cfg: TrainConfig, d: Dist, resumed: Resumed, model: torch.nn.Module,
         group["betas"] = (cfg.beta1, cfg.beta2)
         group["weight_decay"] = wanted["weight_decay"]
     rngs = state["rng"]
-    if d.rank < len(rngs):  # a rank the checkpoint's run did not have keeps its fresh stream
+    if d.rank < len(rngs) and rngs[d.rank] is not None:  # a rank the run it was kept by lacked: its fresh stream
         checkpoint.set_rng_state(rngs[d.rank])
     if d.is_main:
         print(

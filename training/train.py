@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from training import compile_cache, resume
+from training import compile_cache, resume, watchdog
 from training.config import ConfigError, TrainConfig, parse_args
 from training.data import ShardedBatches, TokenFileError
 from training.distributed import Dist, setup
@@ -90,6 +90,7 @@ def main(argv: list[str] | None = None, form_world: Callable[[TrainConfig], Dist
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    watch = watchdog.start(d, cfg.peer_timeout)
     try:
         result = run(cfg, d, started)
     except ConfigError as err:
@@ -98,7 +99,10 @@ def main(argv: list[str] | None = None, form_world: Callable[[TrainConfig], Dist
         return 2
     finally:
         ignore_stops()
+        if watch is not None:
+            watch.stop()
         d.close()
+    result["peer_heartbeat_max_gap_s"] = watch.max_gap if watch is not None else None
     if d.is_main:
         (Path(cfg.run_dir) / "summary.json").write_text(json.dumps(result, indent=2) + "\n")
         print(json.dumps(result), flush=True)

@@ -274,6 +274,8 @@ def _worker_exit(run: _Run, node: Node, rc: int, report: Reporter, rolling: set[
         notice = "rollout" if node.name in rolling else "spot"
         _event(run, report, f"{node.name} left after its {notice} notice (checkpoint written, job continues)")
         instances.clear_spot_notice(run.plan, run.lay, node.name)
+    elif (run.lay.cut_off / node.name).is_file():
+        _event(run, report, f"{node.name} was cut off the network (exit {rc}); the job re-forms with the nodes left")
     elif rc < 0 or rc >= 128:
         _event(run, report, f"{node.name} was lost (exit {rc}); the job re-forms with the nodes left")
     elif rc != 0:
@@ -399,6 +401,21 @@ def spot_notice(plan: ClusterPlan, name: str) -> None:
     if not lay.node(name).spot:
         raise LocalError(f"node {name} is not a spot node (market.spotPercent makes workers spot)", EXIT_USAGE)
     instances.set_spot_notice(plan, lay, name, SPOT_WARNING_S)
+
+
+def cut_node(plan: ClusterPlan, name: str) -> None:
+    """Fault drill: the node's network is cut (its processes go on, unheard and hearing nothing)."""
+    lay = layout(plan)
+    st = statefile.load(lay.state_file)
+    if st is None or st.phase != "running":
+        raise LocalError(f"cluster '{plan.name}' is not running", EXIT_USAGE)
+    if st.mode != "namespaces":
+        raise LocalError("a network cut needs the nodes in network namespaces (root, iproute2 and nftables)",
+                         EXIT_USAGE)
+    node = lay.node(name)
+    lay.cut_off.mkdir(parents=True, exist_ok=True)
+    (lay.cut_off / name).touch()
+    network.cut(lay, node)
 
 
 def rejoin_node(plan: ClusterPlan, name: str) -> None:

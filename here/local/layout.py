@@ -60,6 +60,11 @@ class Layout:
         """One file per node a `fleet drill rejoin` asked to come back (the scaling group's replacement machine)."""
         return self.directory / "replace"
 
+    @property
+    def cut_off(self) -> Path:
+        """One file per node a `fleet drill cut` cut off the network."""
+        return self.directory / "cut"
+
     def node(self, name: str) -> Node:
         for node in self.nodes:
             if node.name == name:

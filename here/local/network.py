@@ -47,6 +47,12 @@ def slow_link(namespace: str, rate: str) -> None:
        "latency", "100ms")
 
 
+def cut(lay: Layout, node: Node) -> None:
+    """Fault injection: the node's link on the bridge goes down, so whatever it sends or is sent is dropped without a
+    word (no reset, no refusal), as when a switch or a cable fails."""
+    sh(*inside(lay.bridge_namespace, "ip"), "link", "set", node.veth, "down")
+
+
 def pids(namespace: str) -> list[int]:
     result = sh("ip", "netns", "pids", namespace, check=False)
     return [int(p) for p in result.stdout.split()] if result.returncode == 0 else []

@@ -130,7 +130,7 @@ def test_train_pulls_the_checkpoint_and_runs_the_plans_command(local_node, tmp_p
     args = (tmp_path / "test/args").read_text().splitlines()
     node_id = (root / "var/lib/gpufleet/node-id").read_text().strip()
     slots = {"{head_address}": "127.0.0.1", "{local_addr}": "127.0.0.1", "{node_id}": node_id,
-             "{checkpoint_dir}": f"{root}/ckpt"}
+             "{checkpoint_dir}": f"{root}/ckpt", "{keep_dir}": f"{root}/run/gpufleet/keep"}
 
     def filled(arg: str) -> str:
         for slot, value in slots.items():
@@ -142,9 +142,11 @@ def test_train_pulls_the_checkpoint_and_runs_the_plans_command(local_node, tmp_p
     assert args == [filled(arg) for arg in command[1:]]
     assert args[:10] == ["--nnodes=2:2", f"--nproc-per-node={plan.ranks_per_node}", "--rdzv-backend=c10d",
                          "--rdzv-endpoint=127.0.0.1:29400", f"--rdzv-id={plan.name}",
-                         f"--rdzv-conf=is_host={int(role == 'head')}", "--max-restarts=100",
+                         f"--rdzv-conf=is_host={int(role == 'head')},last_call_timeout=5,keep_alive_interval=1,"
+                         "keep_alive_max_attempt=3", "--max-restarts=100",
                          "--local-addr=127.0.0.1", "-m", "health.run_job"]
-    assert args[-4:] == ["--checkpoint-dir", f"{root}/ckpt", "--run-dir", f"{root}/ckpt/runs/{node_id}"], (
+    assert args[-6:] == ["--checkpoint-dir", f"{root}/ckpt", "--run-dir", f"{root}/ckpt/runs/{node_id}",
+                         "--keep-dir", f"{root}/run/gpufleet/keep"], (
         "the node's own directories come last, so no job setting overrides them")
     assert "--steps=40" in args and "--model=tiny" in args, "the stack's job settings"
     cwd, ifname = (tmp_path / "test/env").read_text().splitlines()

@@ -145,7 +145,8 @@ def test_settings_are_rendered_and_no_secret_is():
     env = files["/etc/gpufleet/node.env"]
     assert "GF_PORT_RANGE=('50000' '51000')" in env
     assert "GF_COMMAND=('torchrun' '--nnodes=2:6' '--nproc-per-node=8'" in env
-    assert ("'--model=gpt2' '--checkpoint-dir' '{checkpoint_dir}' '--run-dir' '{checkpoint_dir}/runs/{node_id}')"
+    assert ("'--model=gpt2' '--checkpoint-dir' '{checkpoint_dir}' '--run-dir' '{checkpoint_dir}/runs/{node_id}' "
+            "'--keep-dir' '{keep_dir}')"
             in env), "the stack's job settings, then the node's own directories"
     assert files["/etc/sysctl.d/60-gpufleet-ports.conf"].endswith("net.ipv4.ip_local_port_range = 50000 51000\n")
     assert files["/etc/gpufleet/nccl.env"].splitlines()[1:] == [

@@ -374,3 +374,31 @@ def test_a_crashed_up_blocks_nothing_but_a_live_one_is_left_alone(cluster):
     assert again.returncode == 0, again.stderr
     assert "ended running" in again.stderr and "namespace" in again.stderr
     assert json.loads(again.stdout)["steps_completed"] == 10
+
+
+@needs_root
+@pytest.mark.parametrize("fault", ["kill", "cut"])
+def test_a_lost_worker_costs_at_most_one_step_and_seconds(cluster, fault):
+    """Issue 33: the worker killed or cut off the network; the head's job re-forms without it in seconds and goes on
+    from the step its own memory keeps (no checkpoint read), so at most the step in flight is trained again."""
+    steps = 120
+    c = cluster(f"lt-rc{fault[0]}", nodes={"min": 1, "desired": 2, "max": 2},
+                job=JOB | {"steps": steps, "checkpointEvery": 50})
+    c.start()
+    c.wait_for_step(30)
+    before, fault_at = max(c.steps()), time.time()
+    c.drill(fault, "worker-1")
+    c.wait_for_log("head", "recovery: going on from the memory", timeout=60)
+    c.wait_for_step(before + 2, timeout=60)
+    summary = c.finish()
+    assert (summary["steps_completed"], summary["ranks"]) == (steps, 2), summary
+    history = progress.steps(c.lay)
+    before_fault = [s for s in history if s.time <= fault_at][-1:]
+    after = [s for s in history if s.time > fault_at]
+    # the re-formed job's first step ends the longest pause after the fault
+    resumed = max(zip(before_fault + after, after, strict=False), key=lambda pair: pair[1].time - pair[0].time)[1]
+    assert resumed.time - fault_at < 30, f"{resumed.time - fault_at:.1f} s from the fault to the next step"
+    counted = [s.step for s in history]
+    assert sorted(set(counted)) == list(range(1, steps + 1)), "every step trained"
+    assert len(counted) - len(set(counted)) <= 1, "at most the step in flight trained again"
+    assert summary["resumed_from_step"] >= before - 1, "from the last finished step, not the checkpoint at 50"

@@ -19,11 +19,12 @@ def test_the_exact_command_of_each_role():
     common = ("--rdzv-backend=c10d", "--rdzv-endpoint={head_address}:29400", "--rdzv-id=aws-p5")
     tail = ("--max-restarts=100", "--local-addr={local_addr}", "-m", "health.run_job", "--global-batch=1024",
             "--model=gpt2", "--peak-tflops=989", "--checkpoint-dir", "{checkpoint_dir}",
-            "--run-dir", "{checkpoint_dir}/runs/{node_id}")
+            "--run-dir", "{checkpoint_dir}/runs/{node_id}", "--keep-dir", "{keep_dir}")
+    timings = "last_call_timeout=5,keep_alive_interval=1,keep_alive_max_attempt=3"
     assert plan.head.command == ("torchrun", "--nnodes=2:8", "--nproc-per-node=8", *common,
-                                 "--rdzv-conf=is_host=1", *tail)
+                                 f"--rdzv-conf=is_host=1,{timings}", *tail)
     assert plan.worker.command == ("torchrun", "--nnodes=2:8", "--nproc-per-node=8", *common,
-                                   "--rdzv-conf=is_host=0", *tail)
+                                   f"--rdzv-conf=is_host=0,{timings}", *tail)
     assert "GF_COMMAND=('torchrun' '--nnodes=2:8'" in plan.worker.user_data
 
 
