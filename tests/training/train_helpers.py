@@ -3,6 +3,7 @@ as a process of its own (signals, the command line), or as two torchrun "nodes" 
 
 from __future__ import annotations
 
+import gc
 import json
 import multiprocessing
 import os
@@ -202,6 +203,9 @@ def start_ranks(args: list[str], world: int, logs: Path, prepare=None,
     port = _free_port()
     context = multiprocessing.get_context("fork")
     ranks = []
+    # The suite's earlier modules leave gRPC's objects (Pulumi's engine client) in this process; a forked rank whose
+    # garbage collector walked them crashed (SIGSEGV while collecting). Frozen, they stay out of every collection.
+    gc.freeze()
     for rank in range(world):
         node, local, per_node = (rank, 0, 1) if node_dirs else (0, rank, world)
         env = {"RANK": str(rank), "LOCAL_RANK": str(local), "WORLD_SIZE": str(world),
@@ -213,6 +217,7 @@ def start_ranks(args: list[str], world: int, logs: Path, prepare=None,
                                   daemon=True)
         process.start()
         ranks.append(Rank(process, out, err))
+    gc.unfreeze()
     return ranks
 
 
