@@ -36,7 +36,7 @@ from components.plan.rollout import plan_rollout
 from components.plan.software import plan_software
 from components.plan.userdata import METRICS_PORTS, Job, plan_node
 from components.rules import ranks_per_node
-from components.spec import ClusterSpec
+from components.spec import BakedImage, ClusterSpec
 from training.config import flag
 
 # Where checkpoints go in the bucket; the code bundle sits beside them under code/.
@@ -67,7 +67,12 @@ def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str, facts: DeployFac
 
 
 def _image(spec: ClusterSpec, cloud: CloudProfile, facts: DeployFacts) -> ImagePlan:
-    """The stack's image; else the cloud's alias for `auto`; else the image the deploy-time look-up found, pinned."""
+    """The stack's image; else the cloud's alias for `auto`; else the image the deploy-time look-up found, pinned. A
+    baked image's driver is the one the bake found on its base (`auto`'s or, on a plain image, the pin)."""
+    if isinstance(spec.image, BakedImage):
+        from_auto = spec.image.base == "auto"
+        return ImagePlan(ref=spec.image.baked, has_drivers=from_auto and cloud.auto_image.has_drivers, pinned=False,
+                         baked=True)
     if spec.image != "auto":
         return ImagePlan(ref=spec.image, has_drivers=False, pinned=False)
     auto = cloud.auto_image
