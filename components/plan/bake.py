@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, replace
 
 from components.bootstrap import render_user_data
+from components.names import CLUSTER_NAME_MAX, cluster_name
 from components.plan.facts import DeployFacts
 from components.plan.model import ClusterPlan
 from components.plan.planner import plan
@@ -21,6 +22,7 @@ from components.spec import ClusterSpec
 # `gpufleet:bake`, the stack setting `fleet image build` drives: the machine boots and bakes, then the image is made.
 PHASES = ("instance", "image")
 MATRIX_TAG = "gpufleet:image-matrix"
+BAKE_SUFFIX = "-bake"
 
 
 @dataclass(frozen=True)
@@ -39,9 +41,15 @@ def matrix_digest(matrix: tuple[tuple[str, str], ...]) -> str:
     return hashlib.sha256(json.dumps(dict(matrix), sort_keys=True).encode()).hexdigest()
 
 
+def bake_name(spec: ClusterSpec, stack: str) -> str:
+    """The bake's cluster name: the cluster's, cut to leave room for `-bake` within a cluster name's length."""
+    base = spec.name or cluster_name(stack)
+    return f"{base[:CLUSTER_NAME_MAX - len(BAKE_SUFFIX)].rstrip('-')}{BAKE_SUFFIX}"
+
+
 def bake_spec(spec: ClusterSpec, stack: str) -> ClusterSpec:
     """The stack on the image the bake starts from, one node, under a name of its own."""
-    return spec.model_copy(update={"image": spec.image_base, "nodes": 1, "name": f"{spec.name or stack}-bake"})
+    return spec.model_copy(update={"image": spec.image_base, "nodes": 1, "name": bake_name(spec, stack)})
 
 
 def plan_bake(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None, *, booted: bool = False) -> BakePlan:

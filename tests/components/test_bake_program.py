@@ -12,8 +12,9 @@ import yaml
 
 from components.bake_program import image_module
 from components.errors import SpecError
+from components.names import CLUSTER_NAME
 from components.paths import PROJECT_ROOT
-from components.plan.bake import MATRIX_TAG, matrix_digest, plan_bake
+from components.plan.bake import MATRIX_TAG, bake_name, matrix_digest, plan_bake
 from components.stackfile import CLUSTER_KEY, load_stack_file
 from fleet.preview import run_program
 from fleet.stacks import spec_and_plan
@@ -77,3 +78,11 @@ def test_an_unknown_phase_names_the_setting(tmp_path):
     with pytest.raises(SpecError) as raised:
         run_program(_stack("aws-p5", tmp_path, bake="later"))
     assert "gpufleet:bake" in raised.value.render()
+
+
+@pytest.mark.parametrize("name", ["a" * 31, "ab", "abcdefghijklmnopqrstuvwxyz-abcd"])
+def test_the_bake_is_named_within_a_cluster_names_rules(name, tmp_path):
+    stack = _stack("aws-p5", tmp_path)
+    spec = spec_and_plan(stack)[0].model_copy(update={"name": name})
+    baked = bake_name(spec, stack.name)
+    assert CLUSTER_NAME.match(baked) and baked.endswith("-bake") and baked != name
