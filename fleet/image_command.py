@@ -4,6 +4,8 @@ stack's node software on its base image, records the matrix and powers off), a r
 cloud reports the machine stopped, `up` in phase `image` (the image from it, through the cloud's image service),
 then `destroy` (the image is kept). It prints the image and the `image:` value that makes the stack boot from it.
 
+`--boot` bakes the harness's image the same way on this machine instead (fleet.image_boot).
+
 Exit 0 with the image made, 1 when the bake did not finish in time or a Pulumi step failed (the bake stack is left for
 `pulumi stack select <NAME>-bake` to inspect), 2 for a bad stack, the local stack or no Pulumi CLI.
 """
@@ -30,6 +32,8 @@ def register(subparsers) -> None:
     build = actions.add_parser("build", help="bake the stack's node image on its cloud (a bake stack NAME-bake)")
     add_stack_args(build)
     build.add_argument("--timeout", type=int, default=3600, help="seconds the bake may take (default 3600)")
+    build.add_argument("--boot", action="store_true", help="bake a boot-harness image on this machine instead (real "
+                       "cloud-init and systemd), for `fleet up --stack NAME --boot`")
     build.set_defaults(run=run)
 
 
@@ -48,6 +52,10 @@ def run(args) -> int:
         print(f"fleet: {stack_file.name} runs on this machine's software: there is no image to bake; "
               "bake a cloud's stack (`fleet image build --stack NAME`).", file=sys.stderr)
         return EXIT_USAGE
+    if args.boot:
+        from fleet.image_boot import bake_here
+
+        return bake_here(stack_file, spec, args.timeout)
     try:
         from pulumi import automation as auto
 

@@ -31,6 +31,11 @@ def resolve(stack: str | None, stack_file: str | None) -> StackFile:
     return load_stack_file(stack_path(PROJECT_ROOT, parts[-1]))
 
 
+def facts_for(stack: StackFile, spec: ClusterSpec) -> DeployFacts:
+    """The deploy-time look-ups' answers a plan made without the engine uses: the preview's stand-ins, where needed."""
+    return stand_in_facts(stack, spec) if lookups(spec) else DeployFacts()
+
+
 def spec_and_plan(stack: StackFile, *, booted: bool = False) -> tuple[ClusterSpec, ClusterPlan]:
     """The same spec and plan the Pulumi program builds, without the engine (for cost, local bring-up): deploy-time
     look-ups, where a spec needs any, get the preview's stand-in answers. `booted`: planned for the boot harness."""
@@ -39,7 +44,6 @@ def spec_and_plan(stack: StackFile, *, booted: bool = False) -> tuple[ClusterSpe
     region = str(stack.config.get(key, "")) if key else ""
     try:
         spec = validate(raw, region, stack.name)
-        facts = stand_in_facts(stack, spec) if lookups(spec) else DeployFacts()
-        return spec, plan(spec, stack.name, facts, booted=booted)
+        return spec, plan(spec, stack.name, facts_for(stack, spec), booted=booted)
     except SpecError as error:
         raise SpecError(error.problems, str(stack.path)) from None

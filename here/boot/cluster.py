@@ -36,7 +36,7 @@ from components import bundle
 from components.clouds import booted_profile
 from components.plan.model import ClusterPlan
 from components.realizers.encoding import gzip_base64
-from here.boot import apt, clouds, gpu, lifetime, network, pypi, rootfs, store, storelog, tls, vpc
+from here.boot import apt, baked, clouds, gpu, lifetime, network, pypi, rootfs, store, storelog, tls, vpc
 from here.boot.machine import Machine, MachineConfig, cgroup_path
 from here.local.cloudconfig import document
 from here.metadata import state as metadata
@@ -59,6 +59,22 @@ def node_settings(user_data: str) -> dict[str, str]:
         if sep and key.startswith("GF_"):
             settings[key] = value if value.startswith("(") else shlex.split(value)[0] if value else ""
     return settings
+
+
+def stand_in(plan: ClusterPlan) -> rootfs.Image:
+    """The harness image that stands in for the plan's image, or for the one its baked image was baked from."""
+    return rootfs.DLAMI if plan.cloud == "aws" and plan.image.has_drivers else rootfs.PLAIN
+
+
+def lower(plan: ClusterPlan) -> Path:
+    """The tree the plan's machines boot from: its baked image's (`fleet image build --boot`), else the stand-in's."""
+    if not plan.image.baked:
+        return rootfs.tree(stand_in(plan))
+    tree = baked.tree(plan.image.ref)
+    if tree is None:
+        raise ValueError(f"image.baked: {plan.image.ref} is no image baked here; bake one with `fleet image build "
+                         "--stack NAME --boot` and name the id it prints")
+    return tree
 
 
 def pip_packages(settings: Mapping[str, str]) -> tuple[str, ...]:
@@ -128,6 +144,7 @@ class Boot:
 
     def _start(self) -> None:
         plan = self.plan
+        tree = lower(plan)  # first: a baked image that is not here stops the run before anything is made
         lifetime.sweep(RUNS)
         self.directory.mkdir(parents=True, exist_ok=True)
         if not self.keep:
@@ -164,8 +181,7 @@ class Boot:
             index = pypi.wheelhouse(packages)
             self._service("pypi", pypi.serve_command(index, gateway), ready=None)
 
-        image = rootfs.DLAMI if plan.cloud == "aws" and plan.image.has_drivers else rootfs.PLAIN
-        lower = rootfs.tree(image)
+        image = stand_in(plan)
         self._service("apt", apt.serve_command(apt.repository(image), gateway), ready=None)
         instances = []
         for index, lay_node in enumerate(self.net.layout.nodes):
@@ -192,8 +208,8 @@ class Boot:
             ready=None)
 
         for node, lay_node in zip(self.nodes, self.net.layout.nodes, strict=True):
-            files = self._disk_files(node, certs, lower)
-            config = MachineConfig(name=self._machine_name(node.name), namespace=lay_node.namespace, lower=lower,
+            files = self._disk_files(node, certs, tree)
+            config = MachineConfig(name=self._machine_name(node.name), namespace=lay_node.namespace, lower=tree,
                                    directory=self.directory / "machines" / node.name,
                                    dmi=clouds.dmi(self.cloud, node.instance),
                                    files=files, links=gpu.links() if node.fake_gpu else {},

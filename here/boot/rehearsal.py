@@ -22,8 +22,13 @@ FIRST_STEP_POLL_S = 5
 
 def with_job(stack: StackFile, job: Mapping) -> StackFile:
     """The stack with its job replaced; the rest of the cluster, and so every other rendered line, as written."""
+    return with_setting(stack, "job", dict(job))
+
+
+def with_setting(stack: StackFile, key: str, value: object) -> StackFile:
+    """The stack with one cluster setting replaced (its job, its image), the rest as written."""
     config = dict(stack.config)
-    config[CLUSTER_KEY] = {**config[CLUSTER_KEY], "job": dict(job)}
+    config[CLUSTER_KEY] = {**config[CLUSTER_KEY], key: value}
     return dataclasses.replace(stack, config=config)
 
 
