@@ -36,7 +36,7 @@ from components import bundle
 from components.clouds import booted_profile
 from components.plan.model import ClusterPlan
 from components.realizers.encoding import gzip_base64
-from here.boot import apt, baked, clouds, gpu, lifetime, network, pypi, rootfs, store, storelog, tls, vpc
+from here.boot import apt, baked, clouds, fetched, gpu, lifetime, network, pypi, rootfs, store, storelog, tls, vpc
 from here.boot.machine import Machine, MachineConfig, cgroup_path
 from here.local.cloudconfig import document
 from here.metadata import state as metadata
@@ -116,6 +116,7 @@ class Boot:
         self.nodes: list[BootNode] = []
         self.shares: dict[str, Path] = {}  # path on every machine -> this machine's directory mounted there
         self.net: network.BootNetwork | None = None
+        self.mirrors: dict[Path, Path] = {}  # a mirror's log -> the directory it serves (here.boot.fetched)
         self._stack = contextlib.ExitStack()
 
     @property
@@ -180,9 +181,12 @@ class Boot:
         if packages:
             index = pypi.wheelhouse(packages)
             self._service("pypi", pypi.serve_command(index, gateway), ready=None)
+            self.mirrors[self.directory / "pypi.log"] = index.parent
 
         image = stand_in(plan)
-        self._service("apt", apt.serve_command(apt.repository(image), gateway), ready=None)
+        repository = apt.repository(image)
+        self._service("apt", apt.serve_command(repository, gateway), ready=None)
+        self.mirrors[self.directory / "apt.log"] = repository
         instances = []
         for index, lay_node in enumerate(self.net.layout.nodes):
             role = lay_node.role
@@ -264,6 +268,11 @@ class Boot:
             if readable and proc.stdout.readline().strip() == ready:
                 return
         raise RuntimeError(f"{name} was not ready in {timeout:.0f} s:\n{log.read_text()[-2000:]}")
+
+    def fetched_outside(self) -> dict[str, int]:
+        """Bytes each node fetched from outside the cluster's network so far (here.boot.fetched)."""
+        sent = fetched.by_address(self.mirrors)
+        return {node.name: sent[node.instance.private_ip] for node in self.nodes}
 
     def spot_notice(self, name: str, warning_s: float = 120) -> None:
         metadata.set_spot_notice(self.state, self.node(name).instance.instance_id, warning_s)
