@@ -15,6 +15,7 @@ from here.boot.cluster import Boot, stand_in
 POWER_OFF_POLL_S = 2.0
 # cloud-init writes this once its final stage is over; a bake that powers off never gets there, one that failed does.
 RESULT = "/run/cloud-init/result.json"
+POWER_OFF_GRACE_S = 60
 
 
 class BakeError(RuntimeError):
@@ -32,9 +33,10 @@ def build(bake: BakePlan, *, timeout: float = 900, note: Callable[[str], None] =
         machine = boot.nodes[0].machine
         note(f"bake machine up (run {boot.tag}): installing the matrix on the {base.name} image")
         deadline = time.monotonic() + timeout
-        while machine.alive() and time.monotonic() < deadline and machine.read(RESULT) is None:
+        while machine.alive() and time.monotonic() < deadline:
+            if machine.read(RESULT) is not None:  # a poweroff under way stops cloud-final too: give it its time
+                deadline = min(deadline, time.monotonic() + POWER_OFF_GRACE_S)
             time.sleep(POWER_OFF_POLL_S)
-        time.sleep(POWER_OFF_POLL_S)  # a poweroff under way when cloud-init's final stage ended
         if machine.alive():
             log = machine.read("/var/log/cloud-init-output.log") or b""
             raise BakeError(f"the bake machine did not power off within {timeout:.0f} s or its cloud-init ended "
