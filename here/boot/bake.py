@@ -25,7 +25,7 @@ class BakeError(RuntimeError):
 def build(bake: BakePlan, *, timeout: float = 900, note: Callable[[str], None] = lambda _: None) -> str:
     """The id of the harness image baked from this bake plan (made unless one of that id exists); raises BakeError."""
     base = stand_in(bake.cluster)
-    ref = baked.image_id(base, bake.digest)
+    ref = baked.image_id(base, bake.digest, bake.cluster.head.user_data)
     if baked.tree(ref) is not None:
         note(f"{ref} is baked already")
         return ref

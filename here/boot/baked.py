@@ -9,6 +9,7 @@ fake GPU): a node booted from it gets those again, as every machine does. Kept u
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -24,9 +25,10 @@ RECORD = "image.json"
 MERGE = 'mount -t overlay overlay -o "ro,lowerdir=$1:$2" "$3" && cp -a "$3/." "$4/"'
 
 
-def image_id(base: rootfs.Image, digest: str) -> str:
-    """The id of the image baked from `base` with the matrix of this digest (components/plan/bake.py)."""
-    return f"boot-{base.key}-{digest[:12]}"
+def image_id(base: rootfs.Image, digest: str, user_data: str) -> str:
+    """The id of one bake: `base` with the matrix of this digest (components/plan/bake.py) by this bake user-data
+    (the node scripts and the code bundle it installs), so a changed bake never reuses an image baked before."""
+    return f"boot-{base.key}-{hashlib.sha256((digest + user_data).encode()).hexdigest()[:12]}"
 
 
 def tree(ref: str) -> Path | None:
