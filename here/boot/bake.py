@@ -13,8 +13,9 @@ from here.boot import baked, rootfs
 from here.boot.cluster import Boot, stand_in
 
 POWER_OFF_POLL_S = 2.0
-# cloud-init writes this once its final stage is over; a bake that powers off never gets there, one that failed does.
-RESULT = "/run/cloud-init/result.json"
+# cloud-init writes this on the disk once its final stage is over; a bake that powers off never gets there, one that
+# failed does.
+RESULT = "var/lib/cloud/data/result.json"
 POWER_OFF_GRACE_S = 60
 
 
@@ -34,7 +35,7 @@ def build(bake: BakePlan, *, timeout: float = 900, note: Callable[[str], None] =
         note(f"bake machine up (run {boot.tag}): installing the matrix on the {base.name} image")
         deadline = time.monotonic() + timeout
         while machine.alive() and time.monotonic() < deadline:
-            if machine.read(RESULT) is not None:  # a poweroff under way stops cloud-final too: give it its time
+            if (machine.disk / RESULT).exists():  # a poweroff under way stops cloud-final too: give it its time
                 deadline = min(deadline, time.monotonic() + POWER_OFF_GRACE_S)
             time.sleep(POWER_OFF_POLL_S)
         if machine.alive():
