@@ -1,5 +1,12 @@
-"""gpufleet's Pulumi program: stack config -> validated spec -> plan -> the cloud's realizer -> outputs."""
+"""gpufleet's Pulumi program: stack config -> validated spec -> plan -> the cloud's realizer -> outputs; a bake
+stack (`gpufleet:bake`, which `fleet image build` sets) runs the bake's program instead (components/bake_program.py)."""
 
+import pulumi
+
+from components.bake_program import bake
 from components.program import main
 
-main()
+if phase := pulumi.Config("gpufleet").get("bake"):
+    bake(phase)
+else:
+    main()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from clouds import booted_profile, profile
+from plan.bake import BakePlan, plan_bake
 from plan.facts import DeployFacts, Lookups, lookups
 from plan.model import ClusterPlan
 from plan.planner import plan
@@ -20,3 +21,8 @@ def plan_for(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None, *,
 def lookups_for(spec: ClusterSpec) -> Lookups:
     """What the spec's cloud needs looked up before it can be planned (plan.facts.lookups on its profile)."""
     return lookups(spec, profile(spec.cloud))
+
+
+def bake_for(spec: ClusterSpec, stack: str, facts: DeployFacts | None = None, *, booted: bool = False) -> BakePlan:
+    """The bake of a validated spec's matrix on its cloud's profile; `booted`: for the boot harness's machines."""
+    return plan_bake(spec, stack, booted_profile(spec.cloud) if booted else profile(spec.cloud), facts)

@@ -28,14 +28,19 @@ def load(raw: object, region: str, stack: str) -> tuple[ClusterSpec, ClusterPlan
     return spec, plan_for(spec, stack, facts, project=pulumi.get_project())
 
 
-def plan_from_config() -> ClusterPlan:
-    """The plan of the stack the Pulumi runtime is running, from its config."""
+def cluster_config() -> tuple[object, str]:
+    """The stack's cluster object and its region, from the config of the stack the Pulumi runtime is running."""
     raw = pulumi.Config("gpufleet").get_object("cluster")
     region = ""
     if key := region_key(raw):
         namespace, name = key.split(":")
         region = pulumi.Config(namespace).get(name) or ""
-    return load(raw, region, pulumi.get_stack())[1]
+    return raw, region
+
+
+def plan_from_config() -> ClusterPlan:
+    """The plan of the stack the Pulumi runtime is running, from its config."""
+    return load(*cluster_config(), pulumi.get_stack())[1]
 
 
 def monitoring_advice(cluster: ClusterPlan) -> list[str]:

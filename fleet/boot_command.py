@@ -39,6 +39,9 @@ def run_boot(args) -> int:
     try:
         result = rehearsal.rehearse(plan, workers=args.workers, timeout=args.boot_timeout, keep=args.keep,
                                     note=lambda text: console.print(f"[bold]•[/] {text}"))
+    except ValueError as error:  # the stack names a baked image this machine has not baked
+        print(f"fleet: {error}", file=sys.stderr)
+        return EXIT_USAGE
     except RuntimeError as error:  # a harness service (store, metadata, mirrors) that did not start
         print(f"fleet: the boot harness did not start: {error}", file=sys.stderr)
         return EXIT_FAILED

@@ -31,6 +31,14 @@ def resolve(stack: str | None, stack_file: str | None) -> StackFile:
     return load_stack_file(stack_path(PROJECT_ROOT, parts[-1]))
 
 
+def facts_for(stack: StackFile, spec: ClusterSpec) -> tuple[ClusterSpec, DeployFacts]:
+    """The spec on its first candidate with capacity, and the deploy-time look-ups' answers a plan made without the
+    engine uses: the preview's stand-ins, where needed."""
+    if lookups_for(spec) or capacity_lookups(spec):
+        return stand_in_facts(stack, spec)
+    return spec, DeployFacts()
+
+
 def spec_and_plan(stack: StackFile, *, booted: bool = False) -> tuple[ClusterSpec, ClusterPlan]:
     """The same spec and plan the Pulumi program builds, without the engine (for cost, local bring-up): deploy-time
     look-ups, where a spec needs any, get the preview's stand-in answers. `booted`: planned for the boot harness."""
@@ -39,10 +47,7 @@ def spec_and_plan(stack: StackFile, *, booted: bool = False) -> tuple[ClusterSpe
     region = str(stack.config.get(key, "")) if key else ""
     try:
         spec = validate(raw, region, stack.name)
-        if lookups_for(spec) or capacity_lookups(spec):
-            spec, facts = stand_in_facts(stack, spec)
-        else:
-            facts = DeployFacts()
+        spec, facts = facts_for(stack, spec)
         return spec, plan_for(spec, stack.name, facts, booted=booted)
     except SpecError as error:
         raise SpecError(error.problems, str(stack.path)) from None

@@ -147,8 +147,9 @@ def _entry(f: NodeFile) -> dict:
     return {"path": f.path, "permissions": f.mode, "content": f.content.decode()}
 
 
-def render_user_data(node: NodePlan) -> str:
-    """The complete #cloud-config text for this role; equal input gives equal output."""
+def render_user_data(node: NodePlan, *, bake: bool = False) -> str:
+    """The complete #cloud-config text for this role; equal input gives equal output. `bake`: the machine
+    `fleet image build` images instead: it installs the node's software, records it and powers off."""
     enabled = [u for u in _units(node) if u.endswith(".timer") or not _started_by_timer(u, node)]
     template = jinja2.Environment(
         loader=jinja2.FileSystemLoader(CLOUD_INIT),
@@ -159,7 +160,8 @@ def render_user_data(node: NodePlan) -> str:
         node=node,
         files=[_entry(f) for f in node_files(node)],
         entry=ENTRY,
-        enabled=[] if node.local else enabled,
+        enabled=[] if node.local or bake else enabled,
+        bake=bake,
         indent=_indent,
     )
 

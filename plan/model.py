@@ -221,6 +221,9 @@ class ImagePlan:
     ref: str
     has_drivers: bool  # False: a plain OS image, the node installs the pinned driver stack
     pinned: bool
+    # A node image `fleet image build` baked for this stack: the node checks its recorded matrix and installs nothing;
+    # has_drivers then says what the image it was baked from brought.
+    baked: bool = False
 
 
 @dataclass(frozen=True)

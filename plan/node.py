@@ -22,10 +22,12 @@ from plan.thresholds import Thresholds
 
 @dataclass(frozen=True)
 class SoftwarePlan:
-    """What one image runs: `install` (plain image: the exact driver) or `check` (DL image: the minimum branch)."""
+    """What one image runs: `install` (plain image: the exact driver), `check` (DL image: the minimum branch) or
+    `baked` (an image `fleet image build` made: its recorded matrix must be this one; nothing is installed)."""
 
-    mode: str  # "install" | "check"
-    driver: str  # the exact driver plain images install; "" where the image brings its own
+    mode: str  # "install" | "check" | "baked"
+    driver: str  # the exact driver plain images install (and images baked from one hold); "" where the image brings
+    # its own
     driver_min_branch: int  # the lowest driver branch the wheel's CUDA runs on
     cuda: str  # the CUDA the torch wheel is built for (it brings its own runtime)
     torch: str
@@ -111,6 +113,9 @@ class NodePlan:
     image_pull_timeout_s: int  # the monitor gives up on an image after this
     pip_packages: tuple[str, ...]  # the job's pip requirements for /opt/gpufleet/venv; () = the image's python
     tools: tuple[str, ...]  # the node's tools venv: the store client and the cloud's API SDK pins
+    # What a baked image must hold, as (part, version) pairs (plan/matrix.py): the bake records them in the
+    # image (/etc/gpufleet/image.json and its tags), a node booted from it checks them (cloud-init/health/image.py).
+    image_matrix: tuple[tuple[str, str], ...]
     in_scaling_group: bool  # launched by the cloud's scaling group (its unhealthy path applies)
     local: bool  # local mode: no driver install, no sysctl outside the namespace, fake metadata, paths under a root
     health: HealthPlan  # what the gate holds the node to

@@ -39,7 +39,7 @@ from plan.profile import CloudProfile
 from plan.rollout import REFRESH, REPLACE, RolloutPlan
 from plan.software import plan_software
 from plan.userdata import METRICS_PORTS, Job, plan_node
-from spec.cluster import ClusterSpec
+from spec.cluster import BakedImage, ClusterSpec
 from spec.jobs import job_args
 
 # Where checkpoints go in the bucket; the code bundle sits beside them under code/.
@@ -71,7 +71,12 @@ def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str, digest: str, fac
 
 
 def _image(spec: ClusterSpec, cloud: CloudProfile, facts: DeployFacts) -> ImagePlan:
-    """The stack's image; else the cloud's alias for `auto`; else the image the deploy-time look-up found, pinned."""
+    """The stack's image; else the cloud's alias for `auto`; else the image the deploy-time look-up found, pinned. A
+    baked image's driver is the one the bake found on its base (`auto`'s or, on a plain image, the pin)."""
+    if isinstance(spec.image, BakedImage):
+        from_auto = spec.image.base == "auto"
+        return ImagePlan(ref=spec.image.baked, has_drivers=from_auto and cloud.auto_image.has_drivers, pinned=False,
+                         baked=True)
     if spec.image != "auto":
         return ImagePlan(ref=spec.image, has_drivers=False, pinned=False)
     auto = cloud.auto_image

@@ -31,8 +31,9 @@ FABRIC_STACK = {
     "tcp": ("", "Socket"),
 }
 # Gate failures no replacement fixes: every node of the group boots the same image and the same matrix. fabric-stack:
-# the fabric's software is neither on the image nor installable the cloud's documented way (gpufleet-fabric).
-PERMANENT_FAILURES = ("driver", "torch-cuda", "fabricmanager", "nccl-net", "fabric-stack")
+# the fabric's software is neither on the image nor installable the cloud's documented way (gpufleet-fabric); image:
+# a baked image whose recorded matrix is not the plan's (health/image.py).
+PERMANENT_FAILURES = ("driver", "torch-cuda", "fabricmanager", "nccl-net", "fabric-stack", "image")
 # How many nodes of one group may fail for the same permanent reason and be replaced before the rest stop asking.
 FAILURE_BUDGET = 2
 
@@ -47,10 +48,10 @@ def cuda_major(cuda: str) -> int:
 
 
 def plan_software(image: ImagePlan, row: InstanceType, fabric: str) -> SoftwarePlan:
-    """The matrix for this image, instance type and fabric."""
+    """The matrix for this image, instance type and fabric: a baked image holds the matrix its base would install."""
     stack, net = FABRIC_STACK[fabric]
     return SoftwarePlan(
-        mode="check" if image.has_drivers else "install",
+        mode="baked" if image.baked else "check" if image.has_drivers else "install",
         driver="" if image.has_drivers else DRIVER_VERSION,
         driver_min_branch=CUDA_MIN_DRIVER_BRANCH[cuda_major(TORCH_CUDA)],
         cuda=TORCH_CUDA, torch=TORCH, torch_index=TORCH_INDEX, nccl=TORCH_NCCL,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from plan.catalog import InstanceType
 from plan.health import plan_health
+from plan.matrix import image_matrix
 from plan.model import HEAD, WORKER, FabricPlan, LifecyclePlan, MarketPlan, NetworkPlan, StoragePlan
 from plan.node import NodePlan, SoftwarePlan
 from plan.profile import CloudProfile
@@ -80,6 +81,8 @@ def plan_node(spec: ClusterSpec, cloud: CloudProfile, row: InstanceType, role: s
               market: MarketPlan, lifecycle: LifecyclePlan, in_scaling_group: bool) -> NodePlan:
     """Everything a node of this role is told, decided from the stack and the rest of the plan."""
     worker = role == WORKER
+    pip_packages = () if cloud.runs_here else JOB_PACKAGES
+    tools = (STORE_CLIENT, *cloud.api_client)
     return NodePlan(
         cluster=name, cloud=cloud.name, region=spec.region, role=role, instance_type=row.name, gpus=row.gpus,
         nvswitch=row.nvswitch, fabric=fabric.kind, fabric_devices=fabric.devices, mtu=network.mtu,
@@ -101,5 +104,5 @@ def plan_node(spec: ClusterSpec, cloud: CloudProfile, row: InstanceType, role: s
         grafana_port=GRAFANA_PORT, dcgm_exporter_image=IMAGES["dcgm_exporter"],
         prometheus_image=IMAGES["prometheus"], grafana_image=IMAGES["grafana"],
         registry_mirror=network.registry_mirror, image_pull_timeout_s=IMAGE_PULL_TIMEOUT_S,
-        pip_packages=() if cloud.runs_here else JOB_PACKAGES, tools=(STORE_CLIENT, *cloud.api_client),
+        pip_packages=pip_packages, tools=tools, image_matrix=image_matrix(software, pip_packages, tools),
         in_scaling_group=in_scaling_group, local=cloud.runs_here, health=plan_health(row, fabric, spec.gate))

@@ -145,6 +145,14 @@ class Candidate(SpecModel):
         "stack", description="`stack`: the stack's market; `on-demand`: every node on demand (no spot share).")
 
 
+class BakedImage(SpecModel):
+    """A node image `fleet image build` baked from this stack's software matrix: nodes check it and install nothing."""
+
+    baked: str = Field(min_length=1, description="The baked image's id (the `image` output of `fleet image build`).")
+    base: str = Field("auto", min_length=1, description="The image it was baked from, as `image` named it then: "
+                      "`auto` or a plain image's id. It decides whether the matrix pins the driver.")
+
+
 class ClusterSpec(SpecModel):
     """A whole cluster as the stack file states it, after defaults."""
 
@@ -155,7 +163,8 @@ class ClusterSpec(SpecModel):
     region: str = Field("", description="Set from the provider key (`aws:region`, ...), not written here.")
     zone: str = Field("local", description="The one zone every node and the placement group live in.")
     instance_type: str = Field(description="Instance type, a row of the catalog for this cloud.")
-    image: str = Field("auto", description="Machine image; `auto` is the cloud's GPU deep-learning image.")
+    image: str | BakedImage = Field("auto", description="Machine image; `auto` is the cloud's GPU deep-learning image; "
+                                    "{baked: ID} a node image `fleet image build` made for this stack.")
     nodes: Annotated[int, Field(ge=1)] | NodeCounts = Field(
         description="Node count, or {min, desired, max} for an elastic cluster.")
     market: Market = Market()
@@ -179,6 +188,11 @@ class ClusterSpec(SpecModel):
         return None if value is None else checked_cluster_name(value)
 
     @property
+    def image_base(self) -> str:
+        """The image a bake starts from: the stack's image, or the one its baked image was made from."""
+        return self.image.base if isinstance(self.image, BakedImage) else self.image
+
+    @property
     def counts(self) -> NodeCounts:
         """Node bounds whether the stack gave one number or three."""
         if isinstance(self.nodes, int):
@@ -186,8 +200,10 @@ class ClusterSpec(SpecModel):
         return self.nodes
 
 
-# Tags pydantic puts in an error's location to say which branch of `nodes: int | NodeCounts` failed.
-_UNION_TAGS = {"int", "constrained-int", "NodeCounts"}
+# Each field that is a plain value or a map: the tag pydantic puts in an error's location for the map's branch.
+_UNIONS = {"nodes": "NodeCounts", "image": "BakedImage"}
+# Tags pydantic puts in an error's location to say which branch of such a union failed.
+_UNION_TAGS = {"int", "constrained-int", "str", *_UNIONS.values()}
 
 _FIXES = {
     "missing": "add it.",
@@ -258,13 +274,16 @@ def _problem(error: dict[str, Any], job_keys: dict[str, str]) -> Problem:
 
 
 def _dedupe_union(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`nodes` is int | {min, desired, max}: report the branch that matches what the user wrote."""
-    by_nodes = [e for e in errors if e["loc"][:1] == ("nodes",)]
-    if not by_nodes:
-        return errors
-    wrote_object = any(isinstance(e.get("input"), dict) for e in by_nodes if len(e["loc"]) == 2)
-    keep = [e for e in by_nodes if ("NodeCounts" in e["loc"]) == wrote_object]
-    return [e for e in errors if e["loc"][:1] != ("nodes",)] + (keep or by_nodes[:1])
+    """`nodes` is int | {min, desired, max}, `image` str | {baked, base}: report the branch that matches what the
+    user wrote."""
+    for field, tag in _UNIONS.items():
+        by_field = [e for e in errors if e["loc"][:1] == (field,)]
+        if not by_field:
+            continue
+        wrote_object = any(isinstance(e.get("input"), dict) for e in by_field if len(e["loc"]) == 2)
+        keep = [e for e in by_field if (tag in e["loc"]) == wrote_object]
+        errors = [e for e in errors if e["loc"][:1] != (field,)] + (keep or by_field[:1])
+    return errors
 
 
 def _without(data: dict[str, Any], loc: tuple[Any, ...]) -> None:

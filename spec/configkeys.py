@@ -15,6 +15,8 @@ from typing import Any
 from spec.errors import Problem
 
 CLUSTER_KEY = "gpufleet:cluster"
+# The phase of a bake stack, which `fleet image build` sets (components/bake_program.py).
+BAKE_KEY = "gpufleet:bake"
 NAMESPACE = "gpufleet"
 
 
@@ -60,8 +62,9 @@ def config_key_problems(config: Mapping[str, Any], providers: Mapping[str, Provi
             problems.append(Problem(key, "has no namespace: Pulumi config keys are namespace:name, and gpufleet reads "
                                     f"only `{CLUSTER_KEY}` and the provider's region key.",
                                     f"move its settings under `{CLUSTER_KEY}`, or remove it."))
-        elif namespace == NAMESPACE and key != CLUSTER_KEY:
-            problems.append(Problem(key, f"is in gpufleet's namespace, but gpufleet reads only `{CLUSTER_KEY}`: this "
+        elif namespace == NAMESPACE and key not in (CLUSTER_KEY, BAKE_KEY):
+            problems.append(Problem(key, f"is in gpufleet's namespace, but gpufleet reads only `{CLUSTER_KEY}` (and "
+                                    f"`{BAKE_KEY}`, which `fleet image build` sets): this "
                                     "would be ignored.", f"move its settings under `{CLUSTER_KEY}`, or remove it "
                                     "(a note belongs in a YAML comment)."))
         elif (keys := providers.get(namespace)) is not None:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from clouds import booted_profile
 from components.realizers.encoding import gzip_base64
-from here.boot import apt, clouds, gpu, lifetime, network, pypi, rootfs, store, storelog, tls, vpc
+from here.boot import apt, baked, clouds, fetched, gpu, lifetime, network, pypi, rootfs, store, storelog, tls, vpc
 from here.boot.machine import Machine, MachineConfig, cgroup_path
 from here.local.cloudconfig import document
 from here.metadata import state as metadata
@@ -59,6 +59,22 @@ def node_settings(user_data: str) -> dict[str, str]:
         if sep and key.startswith("GF_"):
             settings[key] = value if value.startswith("(") else shlex.split(value)[0] if value else ""
     return settings
+
+
+def stand_in(plan: ClusterPlan) -> rootfs.Image:
+    """The harness image that stands in for the plan's image, or for the one its baked image was baked from."""
+    return rootfs.DLAMI if plan.cloud == "aws" and plan.image.has_drivers else rootfs.PLAIN
+
+
+def lower(plan: ClusterPlan) -> Path:
+    """The tree the plan's machines boot from: its baked image's (`fleet image build --boot`), else the stand-in's."""
+    if not plan.image.baked:
+        return rootfs.tree(stand_in(plan))
+    tree = baked.tree(plan.image.ref)
+    if tree is None:
+        raise ValueError(f"image.baked: {plan.image.ref} is no image baked here; bake one with `fleet image build "
+                         "--stack NAME --boot` and name the id it prints")
+    return tree
 
 
 def pip_packages(settings: Mapping[str, str]) -> tuple[str, ...]:
@@ -100,6 +116,7 @@ class Boot:
         self.nodes: list[BootNode] = []
         self.shares: dict[str, Path] = {}  # path on every machine -> this machine's directory mounted there
         self.net: network.BootNetwork | None = None
+        self.mirrors: dict[Path, Path] = {}  # a mirror's log -> the directory it serves (here.boot.fetched)
         self._stack = contextlib.ExitStack()
 
     @property
@@ -128,6 +145,7 @@ class Boot:
 
     def _start(self) -> None:
         plan = self.plan
+        tree = lower(plan)  # first: a baked image that is not here stops the run before anything is made
         lifetime.sweep(RUNS)
         self.directory.mkdir(parents=True, exist_ok=True)
         if not self.keep:
@@ -163,10 +181,12 @@ class Boot:
         if packages:
             index = pypi.wheelhouse(packages)
             self._service("pypi", pypi.serve_command(index, gateway), ready=None)
+            self.mirrors[self.directory / "pypi.log"] = index.parent
 
-        image = rootfs.DLAMI if plan.cloud == "aws" and plan.image.has_drivers else rootfs.PLAIN
-        lower = rootfs.tree(image)
-        self._service("apt", apt.serve_command(apt.repository(image), gateway), ready=None)
+        image = stand_in(plan)
+        repository = apt.repository(image)
+        self._service("apt", apt.serve_command(repository, gateway), ready=None)
+        self.mirrors[self.directory / "apt.log"] = repository
         instances = []
         for index, lay_node in enumerate(self.net.layout.nodes):
             role = lay_node.role
@@ -192,8 +212,8 @@ class Boot:
             ready=None)
 
         for node, lay_node in zip(self.nodes, self.net.layout.nodes, strict=True):
-            files = self._disk_files(node, certs, lower)
-            config = MachineConfig(name=self._machine_name(node.name), namespace=lay_node.namespace, lower=lower,
+            files = self._disk_files(node, certs, tree)
+            config = MachineConfig(name=self._machine_name(node.name), namespace=lay_node.namespace, lower=tree,
                                    directory=self.directory / "machines" / node.name,
                                    dmi=clouds.dmi(self.cloud, node.instance),
                                    files=files, links=gpu.links() if node.fake_gpu else {},
@@ -248,6 +268,11 @@ class Boot:
             if readable and proc.stdout.readline().strip() == ready:
                 return
         raise RuntimeError(f"{name} was not ready in {timeout:.0f} s:\n{log.read_text()[-2000:]}")
+
+    def fetched_outside(self) -> dict[str, int]:
+        """Bytes each node fetched from outside the cluster's network so far (here.boot.fetched)."""
+        sent = fetched.by_address(self.mirrors)
+        return {node.name: sent[node.instance.private_ip] for node in self.nodes}
 
     def spot_notice(self, name: str, warning_s: float = 120) -> None:
         metadata.set_spot_notice(self.state, self.node(name).instance.instance_id, warning_s)

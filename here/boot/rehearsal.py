@@ -22,16 +22,22 @@ FIRST_STEP_POLL_S = 5
 
 def with_job(stack: StackFile, job: Mapping) -> StackFile:
     """The stack with its job replaced; the rest of the cluster, and so every other rendered line, as written."""
+    return with_setting(stack, "job", dict(job))
+
+
+def with_setting(stack: StackFile, key: str, value: object) -> StackFile:
+    """The stack with one cluster setting replaced (its job, its image), the rest as written."""
     config = dict(stack.config)
-    config[CLUSTER_KEY] = {**config[CLUSTER_KEY], "job": dict(job)}
+    config[CLUSTER_KEY] = {**config[CLUSTER_KEY], key: value}
     return dataclasses.replace(stack, config=config)
 
 
 def rehearse(plan: ClusterPlan, *, workers: int = 1, driver: str | None = None, timeout: float = 900,
              keep: bool = False, note: Callable[[str], None] = lambda _: None) -> dict:
     """Boot the plan's head and `workers` workers; each node's outcome ("training", "warming", "failed: WHY",
-    "undecided after T s") and seconds from power-on to each phase, the cluster's first moment of each, and the run's
-    directory. `driver`: the fake GPU stack's driver instead of the image's."""
+    "undecided after T s"), seconds from power-on to each phase and bytes fetched from outside the cluster's network
+    (here.boot.fetched), the cluster's first moment of each phase, and the run's directory. `driver`: the fake GPU
+    stack's driver instead of the image's."""
     started = time.monotonic()
     with Boot(plan, workers=workers, driver=driver, keep=keep) as boot:
         note(f"booted {len(boot.nodes)} machines ({', '.join(n.name for n in boot.nodes)}), run {boot.tag}")
@@ -42,8 +48,10 @@ def rehearse(plan: ClusterPlan, *, workers: int = 1, driver: str | None = None, 
         if set(outcomes.values()) == {"training"}:
             _wait_first_step(boot, started + timeout)
         reports = {node.name: report.collect(node) for node in boot.nodes}
+        outside = boot.fetched_outside()
     nodes = {name: {"role": r.role, "outcome": outcomes[name],
-                    "phases": {k: None if v is None else round(v, 1) for k, v in r.phases.items()}}
+                    "phases": {k: None if v is None else round(v, 1) for k, v in r.phases.items()},
+                    "fetched_outside_bytes": outside[name]}
              | ({} if outcomes[name] == "training" else {"report": r.summary()})
              for name, r in reports.items()}
     phases = {phase: min((n["phases"][phase] for n in nodes.values() if n["phases"][phase] is not None), default=None)
