@@ -264,21 +264,6 @@ def test_default_run_trains_across_two_namespaces_and_down_removes_everything(cl
 
 
 @needs_root
-def test_killed_worker_the_job_reforms_and_resumes_from_the_last_checkpoint(cluster):
-    c = cluster("lt-kill", nodes={"min": 1, "desired": 2, "max": 2}, job=JOB | {"steps": 120, "checkpointEvery": 20})
-    c.start()
-    c.wait_for_step(30)
-    c.drill("kill", "worker-1")
-    summary = c.finish()
-    assert any("worker-1 was lost" in e for e in summary["events"])
-    assert (summary["steps_completed"], summary["ranks"]) == (120, 2)
-    resumed = summary["resumed_from_step"]
-    assert resumed is not None and resumed % 20 == 0 and resumed >= 20
-    assert summary["segments"][-1][0] <= resumed + 1 <= summary["segments"][-1][1], "the last run began after it"
-    assert contiguous_accounting(summary["segments"], 120) == list(range(1, 121)), summary["segments"]
-
-
-@needs_root
 def test_spot_notice_the_node_leaves_the_job_goes_on_and_a_fresh_node_rejoins(cluster):
     """The spot path end to end, then what the scaling group does next: the worker checkpoints and leaves, the job
     goes on on the head alone, a fresh machine for the worker boots and joins the running job (as a replacement or a
