@@ -191,8 +191,18 @@ def _leave(cloud, boot) -> None:
         assert wait(lambda: LEFT_THE_JOB in _journal(worker, "gpufleet-spot.service"), 240), \
             _journal(worker, "gpufleet-spot.service")[-3000:]
         return
+    # A warm-pool stack's nodes complete their launching hook too (after the gate): only a completion made after the
+    # notice, once the worker's checkpoint is in the bucket, is the drain's.
+    def completions() -> int:
+        return len([r for r in boot.store_requests() if r["operation"] == "CompleteLifecycleAction"])
+
+    def pushed() -> bool:
+        return any(r["operation"] in ("PutObject", "CompleteMultipartUpload") and "worker.pt" in (r.get("path") or "")
+                   for r in boot.store_requests())
+
+    before = completions()
     boot.set_lifecycle("worker-1", "Terminated")
-    completed = wait(lambda: [r for r in boot.store_requests() if r["operation"] == "CompleteLifecycleAction"], 240)
+    completed = wait(lambda: completions() > before and pushed(), 240)
     boot.set_lifecycle("worker-1", "InService")
     assert completed, _journal(worker, "gpufleet-spot.service")[-3000:]
 
