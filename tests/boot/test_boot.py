@@ -119,13 +119,12 @@ def test_every_command_a_node_script_calls_is_on_the_image_or_installed_first(bo
         assert not missing, f"{node.name}: {missing[:5]}"
 
 
+@pytest.mark.parametrize("booted", [c for c in sorted(STACKS) if profile(c).api_client], indirect=True)
 def test_the_cloud_api_tool_and_its_pinned_sdk_are_on_every_node(booted):
     """Alibaba and Tencent nodes call their cloud's API (cloud_addresses, cloud_mark_unhealthy) through
     gpufleet-cloud-api and the SDK the plan pins, in the tools venv the bundle fetch installed."""
     cloud, _, boot, _ = booted
     pins = profile(cloud).api_client
-    if not pins:
-        pytest.skip(f"{cloud}: no API tool (its store client is its CLI)")
     for node in boot.nodes:
         assert node.machine.path("/opt/gpufleet/bin/gpufleet-cloud-api").is_file(), node.name
         frozen = node.machine.run("/opt/gpufleet/tools/bin/python3", "-m", "pip", "freeze", timeout=60).stdout
@@ -138,10 +137,9 @@ def test_every_node_reaches_the_training_service(booted):
     assert outcomes == expected, f"{cloud}: {outcomes}"
 
 
+@pytest.mark.parametrize("booted", sorted(WARMING), indirect=True)
 def test_a_warming_aws_node_waits_for_service_then_starts_its_gate(booted):
-    cloud, _, boot, outcomes = booted
-    if cloud != "aws":
-        pytest.skip("AWS warm pools only")
+    _, _, boot, outcomes = booted
     worker = boot.node("worker-1")
     assert outcomes["worker-1"] == "warming"
     gate = report.collect(worker).unit("gpufleet-gate.service")

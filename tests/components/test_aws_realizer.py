@@ -13,6 +13,8 @@ from stack_preview import preview_stack
 from plan import catalog
 
 STACKS = sorted(Path(__file__).resolve().parents[2].joinpath("stacks").glob("Pulumi.aws-*.yaml"))
+# The stacks that pin NCCL's ports, read from the stack files themselves.
+PINNED_PORTS = [p for p in STACKS if "ncclPortRange:" in p.read_text()]
 
 
 @pytest.fixture(scope="module", params=STACKS, ids=lambda p: p.stem.removeprefix("Pulumi."))
@@ -71,10 +73,10 @@ def test_security_group_both_directions_for_efa(stack):
     assert all(r["inputs"].get("cidrIpv4") != "0.0.0.0/0" for r in ingress), "nothing open to the internet"
 
 
+@pytest.mark.parametrize("stack", PINNED_PORTS, ids=lambda p: p.stem.removeprefix("Pulumi."), indirect=True)
 def test_port_range_opens_only_range_and_rendezvous(stack):
     spec, _, resources, _ = stack
-    if spec.network.port_range is None:
-        pytest.skip("stack does not pin NCCL ports")
+    assert spec.network.port_range is not None, "the stack file pins ncclPortRange"
     low, high = spec.network.port_range
     ingress = [r["inputs"] for r in of_type(resources, "SecurityGroupIngressRule")
                if "referencedSecurityGroupId" in r["inputs"]]
