@@ -101,3 +101,32 @@ def test_an_alibaba_instance_from_a_launch_template_is_judged_by_the_template():
     assert messages(ali_t.INSTANCE, {}, "imdsv2-required") == [
         "instance metadata must run in security-hardened mode (httpTokens: required)."]
     assert messages(ali_t.INSTANCE, {"httpTokens": "required"}, "imdsv2-required") == []
+
+
+def stack_findings(resources: list[tuple[str, dict]], rule: str) -> list[str]:
+    records = [{"type": kind, "name": f"r{i}", "parent": None, "inputs": inputs, "options": {"custom": True}}
+               for i, (kind, inputs) in enumerate(resources)]
+    return [f["message"] for f in evaluate(records) if f["policy"] == rule]
+
+
+def test_a_placement_group_sees_the_subnet_of_every_template_interface_instance_and_group():
+    """Each place a node's subnet can be written - a template's or an instance's interface, an instance's own
+    subnetId, the group's vpcZoneIdentifiers - counts; one subnet anywhere else splits the placement group."""
+    group = (aws_t.ASG, {"vpcZoneIdentifiers": ["subnet-a"]})
+    placed = (aws_t.PLACEMENT_GROUP, {"strategy": "cluster"})
+    others = [(aws_t.LAUNCH_TEMPLATE, {"networkInterfaces": [{"subnetId": "subnet-b"}]}),
+              (aws_t.INSTANCE, {"networkInterfaces": [{"subnetId": "subnet-b"}]}),
+              (aws_t.INSTANCE, {"subnetId": "subnet-b"})]
+    split = ["nodes use 2 subnets; a placement group needs one."]
+    for other in others:
+        assert stack_findings([placed, group, other], "placement-one-zone") == split, other
+        assert stack_findings([group, other], "placement-one-zone") == [], "no placement group, nothing to split"
+        same = (other[0], {k: [{"subnetId": "subnet-a"}] if isinstance(v, list) else "subnet-a"
+                           for k, v in other[1].items()})
+        assert stack_findings([placed, group, same], "placement-one-zone") == [], same
+
+
+def test_an_efa_interface_on_a_type_without_efa_is_named_with_the_fix():
+    found = messages(aws_t.LAUNCH_TEMPLATE, {"instanceType": "g5.xlarge", "networkInterfaces": [
+        {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "efa"}]}, "fabric-layout")
+    assert found == ["the type has no EFA, but interfaces ask for it; use a type with EFA or plain interfaces."]
