@@ -3,11 +3,16 @@ give refused with its reason (never dropped); realizers build exactly the plan's
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from fleet.diagram import mermaid
 from fleet.preview import run_program
 from fleet.stacks import spec_and_plan
+from plan import catalog
+from plan.placement import PlacementAsk
+from plan.profile import no_placement
 from spec.errors import SpecError
 from spec.stackfile import load_stack_file
 
@@ -93,3 +98,10 @@ def test_tencent_plain_types_need_no_placement(stack):
 def test_local_nodes_cannot_spread(stack):
     local = {"cloud": "local", "instanceType": "cpu", "nodes": 2, "network": {"antiAffinity": True}}
     assert "this machine" in refusal(stack(local)).message
+
+
+def test_a_profile_without_placement_of_its_own_places_nothing_and_refuses_a_spread():
+    ask = PlacementAsk(anti_affinity=False, capacity_block=False, reservation=False, nodes_max=2,
+                       instance=catalog.lookup("aws", "g5.xlarge"))
+    assert no_placement(ask) == ()
+    assert no_placement(replace(ask, anti_affinity=True)) == "it has no spread placement for nodes."

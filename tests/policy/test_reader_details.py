@@ -4,6 +4,7 @@ the stack wrote, an ASG without an on-demand share above base is all on-demand (
 
 from __future__ import annotations
 
+from policy.base import Reader
 from policy.clouds import alicloud as ali_t
 from policy.clouds import aws as aws_t
 from policy.clouds import tencentcloud as tc_t
@@ -130,3 +131,12 @@ def test_an_efa_interface_on_a_type_without_efa_is_named_with_the_fix():
     found = messages(aws_t.LAUNCH_TEMPLATE, {"instanceType": "g5.xlarge", "networkInterfaces": [
         {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "efa"}]}, "fabric-layout")
     assert found == ["the type has no EFA, but interfaces ask for it; use a type with EFA or plain interfaces."]
+
+
+def test_each_reader_is_its_clouds_and_reads_no_spot_where_its_cloud_has_no_reading():
+    for token in (aws_t.ASG, ali_t.INSTANCE, tc_t.INSTANCE):
+        reader = reader_for(token)
+        assert token.startswith(f"{reader.package}:"), (token, reader.package)
+    plain = Reader("aws")
+    assert (plain.cloud, plain.package) == ("aws", "aws")
+    assert plain.spot({"type": aws_t.INSTANCE, "inputs": {"instanceMarketOptions": {"marketType": "spot"}}}) is False
