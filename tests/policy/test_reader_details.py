@@ -140,3 +140,36 @@ def test_each_reader_is_its_clouds_and_reads_no_spot_where_its_cloud_has_no_read
     plain = Reader("aws")
     assert (plain.cloud, plain.package) == ("aws", "aws")
     assert plain.spot({"type": aws_t.INSTANCE, "inputs": {"instanceMarketOptions": {"marketType": "spot"}}}) is False
+
+
+def test_aws_volumes_are_named_where_each_resource_writes_them_and_instance_store_is_not_a_volume():
+    template = {"blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"encrypted": False}},
+                                        {"deviceName": "/dev/sdb", "ebs": {"encrypted": "true"}},
+                                        {"deviceName": "/dev/sdc", "virtualName": "ephemeral0"}, {}]}
+    assert messages(aws_t.LAUNCH_TEMPLATE, template, "encrypted-volumes") == [
+        "/dev/xvda is not encrypted.", "a volume is not encrypted."]
+    instance = {"rootBlockDevice": {"encrypted": False},
+                "ebsBlockDevices": [{"deviceName": "/dev/sdf", "encrypted": False}, {"encrypted": None},
+                                    {"deviceName": "/dev/sdg", "encrypted": True}]}
+    assert messages(aws_t.INSTANCE, instance, "encrypted-volumes") == [
+        "the root volume is not encrypted.", "/dev/sdf is not encrypted.", "a volume is not encrypted."]
+    assert messages(aws_t.INSTANCE, instance | {"rootBlockDevice": {"encrypted": True}}, "encrypted-volumes") == [
+        "/dev/sdf is not encrypted.", "a volume is not encrypted."]
+    assert messages(aws_t.INSTANCE, instance | {"launchTemplate": {"id": "lt-1"}}, "encrypted-volumes") == [], \
+        "an instance from a template is judged on the template"
+    assert messages(aws_t.EBS_VOLUME, {"encrypted": False}, "encrypted-volumes") == ["the volume is not encrypted."]
+    assert messages(aws_t.EBS_VOLUME, {"encrypted": True}, "encrypted-volumes") == []
+
+
+def test_an_aws_public_ip_is_refused_only_beside_a_second_interface_wherever_it_is_asked():
+    refused = ["a public IP cannot go with several interfaces (EC2 rejects it); use the NAT gateway."]
+    for kind in (aws_t.LAUNCH_TEMPLATE, aws_t.INSTANCE):
+        two = [{"deviceIndex": 0}, {"deviceIndex": 1}]
+        on_nic = [two[0] | {"associatePublicIpAddress": "true"}, two[1]]
+        assert messages(kind, {"networkInterfaces": on_nic}, "no-public-ip-multi-nic") == refused
+        assert messages(kind, {"networkInterfaces": two, "associatePublicIpAddress": True},
+                        "no-public-ip-multi-nic") == refused
+        assert messages(kind, {"networkInterfaces": two}, "no-public-ip-multi-nic") == []
+        assert messages(kind, {"networkInterfaces": on_nic[:1]}, "no-public-ip-multi-nic") == []
+    assert messages(aws_t.EBS_VOLUME, {"networkInterfaces": [{"associatePublicIpAddress": True}, {}]},
+                    "no-public-ip-multi-nic") == []
