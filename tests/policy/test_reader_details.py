@@ -173,3 +173,29 @@ def test_an_aws_public_ip_is_refused_only_beside_a_second_interface_wherever_it_
         assert messages(kind, {"networkInterfaces": on_nic[:1]}, "no-public-ip-multi-nic") == []
     assert messages(aws_t.EBS_VOLUME, {"networkInterfaces": [{"associatePublicIpAddress": True}, {}]},
                     "no-public-ip-multi-nic") == []
+
+
+def test_aws_ingress_is_read_from_each_of_its_three_resources_every_range_with_its_protocol_and_ports():
+    """A standalone ingress rule (one IPv4 and one IPv6 range, ports defaulting to all), a classic
+    SecurityGroupRule of type ingress, and a group's inline rules: each range is judged and named."""
+    def heads(found: list[str]) -> list[str]:
+        return [m.split(" (")[0] for m in found]
+
+    found = messages(aws_t.SG_INGRESS, {"ipProtocol": "tcp", "fromPort": 22, "toPort": 22, "cidrIpv4": "0.0.0.0/0",
+                                        "cidrIpv6": "::/0"}, "no-open-ingress")
+    assert heads(found) == ["ingress tcp 22-22 is open to 0.0.0.0/0", "ingress tcp 22-22 is open to ::/0"]
+    assert heads(messages(aws_t.SG_INGRESS, {"ipProtocol": "-1", "cidrIpv4": "0.0.0.0/0"}, "no-open-ingress")) == [
+        "ingress -1 all-all is open to 0.0.0.0/0"]
+    assert messages(aws_t.SG_INGRESS, {"ipProtocol": "-1", "cidrIpv4": "0.0.0.0/0", "description": INTERNET_OPT_IN},
+                    "no-open-ingress") == []
+    rule = {"type": "ingress", "protocol": "udp", "fromPort": 1, "toPort": 9,
+            "cidrBlocks": ["10.0.0.0/16", "1.0.0.0/4"], "ipv6CidrBlocks": ["::/1"]}
+    found = messages(aws_t.SG_RULE, rule, "no-open-ingress")
+    assert heads(found) == ["ingress udp 1-9 is open to 0.0.0.0/4", "ingress udp 1-9 is open to ::/1"]
+    assert messages(aws_t.SG_RULE, rule | {"type": "egress"}, "no-open-ingress") == []
+    assert messages(aws_t.SG_RULE, rule | {"description": INTERNET_OPT_IN}, "no-open-ingress") == []
+    group = {"ingress": [{"protocol": "tcp", "fromPort": 443, "toPort": 443, "cidrBlocks": ["0.0.0.0/0"]},
+                         {"protocol": "tcp", "fromPort": 80, "toPort": 80, "ipv6CidrBlocks": ["::/0"],
+                          "description": INTERNET_OPT_IN}]}
+    found = messages(aws_t.SG, group, "no-open-ingress")
+    assert heads(found) == ["ingress tcp 443-443 is open to 0.0.0.0/0"]
