@@ -77,6 +77,7 @@ def choose(spec: ClusterSpec, capacity: tuple[Availability, ...]) -> tuple[Clust
         if answer.available:
             return applied(spec, answer.candidate), answer.candidate
     tried = "; ".join(f"{a.candidate.label}: {a.reason}" for a in capacity)
-    raise SpecError([Problem(f"{CLUSTER_KEY}.candidates", f"no candidate has capacity now, so nothing was created "
+    field = "candidates" if spec.candidates else "instanceType"
+    raise SpecError([Problem(f"{CLUSTER_KEY}.{field}", f"no candidate has capacity now, so nothing was created "
                              f"(tried {tried}).", "add candidates in other zones, types or markets, or try again "
                              "later.")])

@@ -50,6 +50,6 @@ def lookups(spec: ClusterSpec, cloud: CloudProfile) -> Lookups:
 
 
 def capacity_lookups(spec: ClusterSpec) -> Lookups:
-    """The capacity of every candidate, where the stack lists more than its own place; asked before the other
-    look-ups, which then ask about the candidate chosen."""
-    return Lookups(candidates=candidates(spec) if spec.candidates else ())
+    """The capacity of every candidate, the stack's own place first (its only one where it lists no `candidates`);
+    asked before the other look-ups, which then ask about the candidate chosen."""
+    return Lookups(candidates=candidates(spec))

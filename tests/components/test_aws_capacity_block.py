@@ -40,7 +40,7 @@ def test_a_named_reservation_is_not_looked_up(write_stack):
     ({BLOCK: {**STAND_INS[BLOCK], "reservationType": "default"}}, "is a default reservation, not a Capacity Block"),
 ])
 def test_no_usable_block_exits_2_naming_the_field_and_the_fix(monkeypatch, capsys, answers, why):
-    monkeypatch.setattr(preview, "stand_ins", lambda: answers)
+    monkeypatch.setattr(preview, "stand_ins", lambda: {**STAND_INS, **answers})
     assert main(["plan", "--stack-file", str(STACK)]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert "gpufleet:cluster.market.reservationId" in err and why in err and "Traceback" not in err

@@ -72,3 +72,29 @@ def test_a_candidate_the_cloud_cannot_build_is_refused(stack, write_stack):
     with pytest.raises(SpecError) as caught:
         spec_and_plan(load_stack_file(write_stack(cluster, region=None, extra=config)))
     assert any(p.path.endswith("candidates[0]") and "no-such-type" in p.message for p in caught.value.problems)
+
+
+@pytest.fixture(params=sorted(CASES))
+def plain_stack(request):
+    """The cloud's shipped stack as it is: no `candidates`, so its own zone, type and market are its one candidate."""
+    name, _ = CASES[request.param]
+    stack_file = load_stack_file(STACKS / f"Pulumi.{name}.yaml")
+    assert "candidates" not in stack_file.config["gpufleet:cluster"]
+    return stack_file
+
+
+def test_a_stack_without_candidates_has_its_own_place_looked_up_and_shown(plain_stack, monkeypatch):
+    monkeypatch.delenv(SOLD_OUT, raising=False)
+    _, plan = spec_and_plan(plain_stack)
+    (shown,) = capacity_of(plan)
+    assert shown["chosen"] and shown["candidate"].startswith(f"{plan.instance.name} in {plan.zone}")
+
+
+def test_a_stack_without_candidates_sold_out_is_refused_before_any_resource(plain_stack, monkeypatch):
+    kind = plain_stack.config["gpufleet:cluster"]["instanceType"]
+    monkeypatch.setenv(SOLD_OUT, kind)
+    with pytest.raises(SpecError) as caught:
+        run_program(plain_stack)
+    (problem,) = caught.value.problems
+    assert problem.path.endswith(".instanceType") and "nothing was created" in problem.message
+    assert f"{kind} in {plain_stack.config['gpufleet:cluster']['zone']}" in problem.message
