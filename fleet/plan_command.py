@@ -34,6 +34,12 @@ def capacity_of(plan: ClusterPlan) -> list[dict[str, Any]]:
              "chosen": a.available and (a.candidate.zone, a.candidate.instance_type) == chosen} for a in plan.capacity]
 
 
+def capacity_line(answer: dict[str, Any]) -> str:
+    """One candidate of `capacity_of` as `fleet plan` and `fleet up` print it."""
+    state = "chosen" if answer["chosen"] else "available" if answer["available"] else f"no: {answer['reason']}"
+    return f"capacity: {answer['candidate']}: {state}"
+
+
 def report(preview: Preview, plan: ClusterPlan) -> dict[str, Any]:
     """The `fleet plan --json` document (docs/design.md, "The preview JSON")."""
     return {"stack": preview.stack, "cloud": plan.cloud, "resources": preview.resources, "outputs": preview.outputs,
@@ -93,8 +99,7 @@ def run(args) -> int:
               else f"{cost['hourly']:,.2f} {cost['currency']}/h")
     console.print(f"cost: {hourly} for {cost['nodes']} nodes (prices of {cost['priceDate']}, {cost['priceSource']})")
     for answer in document["capacity"]:
-        state = "chosen" if answer["chosen"] else "available" if answer["available"] else f"no: {answer['reason']}"
-        console.print(f"capacity: {answer['candidate']}: {state}")
+        console.print(capacity_line(answer), markup=False)
     for nodes in document["outputs"].get("rollout", []):
         console.print(f"on a change of code or settings: {nodes}")
     for warning in document["warnings"]:

@@ -98,3 +98,16 @@ def test_a_stack_without_candidates_sold_out_is_refused_before_any_resource(plai
     (problem,) = caught.value.problems
     assert problem.path.endswith(".instanceType") and "nothing was created" in problem.message
     assert f"{kind} in {plain_stack.config['gpufleet:cluster']['zone']}" in problem.message
+
+
+def test_the_local_stack_sold_out_is_planned_on_its_candidate(monkeypatch):
+    """The local cloud answers its own look-up from the switch: the stock-out drill's plan (tests/local runs it)."""
+    stack_file = load_stack_file(STACKS / "Pulumi.local.yaml")
+    first = stack_file.config["gpufleet:cluster"]["instanceType"]
+    (second,) = (c["instanceType"] for c in stack_file.config["gpufleet:cluster"]["candidates"])
+    monkeypatch.setenv(SOLD_OUT, first)
+    _, plan = spec_and_plan(stack_file)
+    assert plan.instance.name == second
+    assert [(a["available"], a["chosen"]) for a in capacity_of(plan)] == [(False, False), (True, True)]
+    monkeypatch.delenv(SOLD_OUT)
+    assert spec_and_plan(stack_file)[1].instance.name == first
