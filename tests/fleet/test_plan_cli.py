@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_json_shape_and_exit_code(capsys):
     assert main(["plan", "--stack", "aws-p5", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert set(document) == {"stack", "cloud", "resources", "outputs", "cost", "capacity", "warnings",
-                             "violations"}
+    assert set(document) == {"stack", "cloud", "resources", "outputs", "cost", "capacity", "launchFallback",
+                             "warnings", "violations"}
     assert document["warnings"] == []
     (place,) = document["capacity"]
     assert place["chosen"] and place["candidate"] == "p5.48xlarge in us-east-1a", "no candidates: its own place"
