@@ -11,9 +11,11 @@ import pytest
 import yaml
 
 from components.realizers.stock import SOLD_OUT
+from fleet.cli import main
 from fleet.plan_command import capacity_of
 from fleet.preview import run_program
 from fleet.stacks import spec_and_plan
+from here.local import cluster
 from spec.errors import SpecError
 from spec.stackfile import load_stack_file
 
@@ -111,3 +113,20 @@ def test_the_local_stack_sold_out_is_planned_on_its_candidate(monkeypatch):
     assert [(a["available"], a["chosen"]) for a in capacity_of(plan)] == [(False, False), (True, True)]
     monkeypatch.delenv(SOLD_OUT)
     assert spec_and_plan(stack_file)[1].instance.name == first
+
+
+@pytest.mark.parametrize("sold_out", ["cpu", ""])
+def test_fleet_up_says_where_the_local_stack_came_up_when_not_its_own_place(sold_out, monkeypatch, capsys):
+    """`fleet up` on the plan the look-ups made (the cluster itself is tests/local's); the capacity lines only where
+    the stack's own place had none."""
+    monkeypatch.setenv(SOLD_OUT, sold_out)
+    brought_up = []
+    monkeypatch.setattr(cluster, "up", lambda plan, opts, reporter: brought_up.append(plan) or {"cluster": plan.name})
+    assert main(["up", "--stack", "local", "--json"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    if sold_out:
+        assert brought_up[0].instance.name == "cpu-b"
+        assert "capacity: cpu in local on demand: no: cpu is sold out in local (GPUFLEET_SOLD_OUT)" in err
+        assert "capacity: cpu-b in local on demand: chosen" in err
+    else:
+        assert brought_up[0].instance.name == "cpu" and "capacity:" not in err
