@@ -62,7 +62,7 @@ LOCAL = CloudProfile(
     # checkpoints and leaves, then boots anew; the head keeps the job.
     lifecycle=frozenset({DRAIN}),
     rollout=MappingProxyType({HEAD: HOLD, INSTANCES: ROLL}),
-    realizer="components.realizers.local_outputs",
+    realizer="components.local.outputs",
     max_user_data_bytes=None,
     nat_egress=False,
     runs_here=True,

@@ -13,6 +13,7 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
+from fleet.plan_command import capacity_line, capacity_of
 from fleet.stacks import resolve, spec_and_plan
 from here.local import cluster
 from here.local.errors import LocalError
@@ -107,10 +108,15 @@ def run_up(args) -> int:
     spec, plan = _plan(args)
     total = spec.job.steps
     console = Console(stderr=True)
+    reporter = RichReporter(console, total)
+    shown = capacity_of(plan)
+    if shown and not shown[0]["chosen"]:  # the stack's own place had no capacity: say where it came up instead
+        for answer in shown:
+            reporter.note(capacity_line(answer))
     opts = cluster.Options(total_steps=total, first_step_timeout_s=args.first_step_timeout,
                            close_ports=tuple(args.close_port), slow_links=tuple(args.slow_link))
     try:
-        summary = cluster.up(plan, opts, RichReporter(console, total))
+        summary = cluster.up(plan, opts, reporter)
     except LocalError as error:
         return _fail(error)
     except KeyboardInterrupt:

@@ -14,7 +14,8 @@ from fleet.diagram import mermaid
 from fleet.preview import Preview, run_program
 from fleet.stacks import resolve
 from fleet.validate.command import print_validation, validation
-from plan.model import ClusterPlan
+from plan.fallback import launch_fallback
+from plan.model import ClusterPlan, in_scaling_groups
 from policy.rules import evaluate
 from spec.errors import ToolchainMissing
 
@@ -34,10 +35,18 @@ def capacity_of(plan: ClusterPlan) -> list[dict[str, Any]]:
              "chosen": a.available and (a.candidate.zone, a.candidate.instance_type) == chosen} for a in plan.capacity]
 
 
+def capacity_line(answer: dict[str, Any]) -> str:
+    """One candidate of `capacity_of` as `fleet plan` and `fleet up` print it."""
+    state = "chosen" if answer["chosen"] else "available" if answer["available"] else f"no: {answer['reason']}"
+    return f"capacity: {answer['candidate']}: {state}"
+
+
 def report(preview: Preview, plan: ClusterPlan) -> dict[str, Any]:
     """The `fleet plan --json` document (docs/design.md, "The preview JSON")."""
     return {"stack": preview.stack, "cloud": plan.cloud, "resources": preview.resources, "outputs": preview.outputs,
-            "cost": cost_of(plan), "capacity": capacity_of(plan), "warnings": preview.warnings,
+            "cost": cost_of(plan), "capacity": capacity_of(plan),
+            "launchFallback": launch_fallback(in_scaling_groups(plan.workers), plan.worker_types),
+            "warnings": preview.warnings,
             "violations": evaluate(preview.resources)}
 
 
@@ -93,8 +102,9 @@ def run(args) -> int:
               else f"{cost['hourly']:,.2f} {cost['currency']}/h")
     console.print(f"cost: {hourly} for {cost['nodes']} nodes (prices of {cost['priceDate']}, {cost['priceSource']})")
     for answer in document["capacity"]:
-        state = "chosen" if answer["chosen"] else "available" if answer["available"] else f"no: {answer['reason']}"
-        console.print(f"capacity: {answer['candidate']}: {state}")
+        console.print(capacity_line(answer), markup=False)
+    for nodes in document["launchFallback"]:
+        console.print(f"fallback at launch: {nodes}")
     for nodes in document["outputs"].get("rollout", []):
         console.print(f"on a change of code or settings: {nodes}")
     for warning in document["warnings"]:

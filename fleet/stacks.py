@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from clouds.plans import lookups_for, plan_for
+from clouds.plans import plan_for
 from clouds.rules import validate
 from components.program import region_key
 from fleet.preview import stand_in_facts
-from plan.facts import DeployFacts, capacity_lookups
+from plan.facts import DeployFacts
 from plan.model import ClusterPlan
 from plan.paths import PROJECT_ROOT
 from spec.cluster import ClusterSpec
@@ -33,10 +33,8 @@ def resolve(stack: str | None, stack_file: str | None) -> StackFile:
 
 def facts_for(stack: StackFile, spec: ClusterSpec) -> tuple[ClusterSpec, DeployFacts]:
     """The spec on its first candidate with capacity, and the deploy-time look-ups' answers a plan made without the
-    engine uses: the preview's stand-ins, where needed."""
-    if lookups_for(spec) or capacity_lookups(spec):
-        return stand_in_facts(stack, spec)
-    return spec, DeployFacts()
+    engine uses: the preview's stand-ins (every stack's capacity is looked up)."""
+    return stand_in_facts(stack, spec)
 
 
 def spec_and_plan(stack: StackFile, *, booted: bool = False) -> tuple[ClusterSpec, ClusterPlan]:

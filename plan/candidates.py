@@ -33,11 +33,13 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Availability:
-    """What the cloud said of one candidate: available or not, and why not."""
+    """What the cloud said of one candidate: available or not, and why not; the reservation that holds it where its
+    capacity is one the account bought (an AWS Capacity Block)."""
 
     candidate: Candidate
     available: bool
     reason: str = ""
+    reservation_id: str | None = None
 
 
 def _filled(spec: ClusterSpec, written) -> Candidate:
@@ -71,12 +73,14 @@ def candidate_problems(spec: ClusterSpec, problems_of) -> Iterable[Problem]:
                           f"{problem.message}", problem.fix)
 
 
-def choose(spec: ClusterSpec, capacity: tuple[Availability, ...]) -> tuple[ClusterSpec, Candidate]:
-    """The spec on the first available candidate; a SpecError naming each candidate and why when none is."""
+def choose(spec: ClusterSpec, capacity: tuple[Availability, ...]) -> tuple[ClusterSpec, Availability]:
+    """The spec on the first available candidate, and that candidate's answer; a SpecError naming each candidate and
+    why when none is."""
     for answer in capacity:
         if answer.available:
-            return applied(spec, answer.candidate), answer.candidate
+            return applied(spec, answer.candidate), answer
     tried = "; ".join(f"{a.candidate.label}: {a.reason}" for a in capacity)
-    raise SpecError([Problem(f"{CLUSTER_KEY}.candidates", f"no candidate has capacity now, so nothing was created "
+    field = "candidates" if spec.candidates else "instanceType"
+    raise SpecError([Problem(f"{CLUSTER_KEY}.{field}", f"no candidate has capacity now, so nothing was created "
                              f"(tried {tried}).", "add candidates in other zones, types or markets, or try again "
                              "later.")])

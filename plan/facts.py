@@ -22,16 +22,19 @@ class Lookups:
     image: ImageQuery | None = None
     instance_type: str = ""
     account_id: bool = False
-    capacity_block_zone: str = ""  # the zone of the account's active Capacity Block for instance_type; "" = not asked
     candidates: tuple[Candidate, ...] = ()  # the places whose capacity to look up, in order; () = not asked
+    # A Capacity Block stack naming no reservation: each candidate's capacity is the account's active block there,
+    # and where it has none, the offering of a block of this many nodes; 0 = not such a stack.
+    capacity_block_nodes: int = 0
 
     def __bool__(self) -> bool:
-        return self.image is not None or self.account_id or bool(self.capacity_block_zone) or bool(self.candidates)
+        return self.image is not None or self.account_id or bool(self.candidates)
 
 
 @dataclass(frozen=True)
 class DeployFacts:
-    """The answers: the image `auto` found, the account's id, its Capacity Block's id. None where nothing was asked."""
+    """The answers: the image `auto` found, the account's id, the Capacity Block the chosen candidate runs in. None
+    where nothing was asked."""
 
     image_id: str | None = None
     account_id: str | None = None
@@ -41,15 +44,15 @@ class DeployFacts:
 
 def lookups(spec: ClusterSpec, cloud: CloudProfile) -> Lookups:
     """An image look-up for `image: auto` where the cloud has no alias; the account id where the default bucket's
-    name must carry it; the Capacity Block a `capacityBlock` stack runs in when it names no reservation."""
+    name must carry it."""
     image = cloud.auto_image.lookup if spec.image == "auto" else None
     account = cloud.account_in_bucket and not (spec.storage.checkpoint_bucket or spec.storage.existing_bucket)
-    block = spec.market.capacity_block and not spec.market.reservation_id
-    return Lookups(image=image, instance_type=spec.instance_type if image or block else "", account_id=account,
-                   capacity_block_zone=spec.zone if block else "")
+    return Lookups(image=image, instance_type=spec.instance_type if image else "", account_id=account)
 
 
 def capacity_lookups(spec: ClusterSpec) -> Lookups:
-    """The capacity of every candidate, where the stack lists more than its own place; asked before the other
-    look-ups, which then ask about the candidate chosen."""
-    return Lookups(candidates=candidates(spec) if spec.candidates else ())
+    """The capacity of every candidate, the stack's own place first (its only one where it lists no `candidates`);
+    asked before the other look-ups, which then ask about the candidate chosen. A `capacityBlock` stack naming no
+    reservation has its capacity in the account's blocks: the one it runs in is the chosen candidate's."""
+    block = spec.market.capacity_block and not spec.market.reservation_id
+    return Lookups(candidates=candidates(spec), capacity_block_nodes=spec.counts.max if block else 0)

@@ -37,3 +37,21 @@ def launch_types(spec: ClusterSpec, capacity: tuple[Availability, ...]) -> tuple
                 and row is not None and _node_shape(row) == _node_shape(planned)):
             types.append(candidate.instance_type)
     return tuple(dict.fromkeys(types))
+
+
+
+def launch_fallback(grouped: bool, types: tuple[str, ...]) -> tuple[str, ...]:
+    """What a launch that finds the planned type sold out does, for the workers (`grouped`: in the cloud's scaling
+    groups; `types`: what those launch, highest priority first) and for the head. Instances in no group have none:
+    the head everywhere, and eRDMA and HCC workers, which neither ESS nor Tencent AS can launch
+    (docs/cloud-facts.md#launch-fallback); the candidate the look-ups chose at deploy time is their fallback."""
+    head = "head: none (one instance: the candidate chosen at deploy time is the fallback it has)"
+    if not grouped:
+        workers = (f"workers: none (instances in no scaling group: a launch that finds {types[0]} sold out fails; the "
+                   "candidate chosen at deploy time is the fallback they have)")
+    elif len(types) > 1:
+        workers = f"workers: their scaling groups launch {', then '.join(types)}, in that order"
+    else:
+        workers = (f"workers: none (their scaling groups launch {types[0]} only: no later available candidate of the "
+                   "same zone, market and node shape, or a warm pool or reservation holds them to one type)")
+    return workers, head

@@ -20,8 +20,7 @@ from clouds.rules import validate
 from clouds.tencentcloud import is_hcc
 from components.alicloud.lookups import IMAGES as ALI_IMAGES
 from components.alicloud.lookups import STAND_INS as ALI_STAND_INS
-from components.aws.lookups import BLOCK
-from components.aws.lookups import STAND_INS as AWS_STAND_INS
+from components.aws.lookups import STAND_IN_BLOCK
 from components.tencentcloud.lookups import IMAGES as TC_IMAGES
 from components.tencentcloud.lookups import STAND_INS as TC_STAND_INS
 from components.tencentcloud.lookups import USER
@@ -57,7 +56,7 @@ def stand_in_facts(spec: ClusterSpec) -> DeployFacts:
     return DeployFacts(
         image_id=image() if wanted.image and image else None,
         account_id=TC_STAND_INS[USER]["appId"] if wanted.account_id else None,
-        reservation_id=AWS_STAND_INS[BLOCK]["id"] if wanted.capacity_block_zone else None)
+        reservation_id=STAND_IN_BLOCK if spec.market.capacity_block and not spec.market.reservation_id else None)
 
 
 def _zones(cloud: str, region: str) -> list[str]:

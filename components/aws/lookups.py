@@ -1,6 +1,6 @@
-"""What only the AWS account can say, asked at deploy time: the Capacity Block a `capacityBlock` stack runs in when it
-names no reservation (docs/cloud-facts.md#aws-capacity-block-look-up), and whether each candidate's type is offered in
-its zone (docs/cloud-facts.md#capacity-look-ups)."""
+"""What only the AWS account can say, asked at deploy time: whether each candidate's type is offered in its zone
+(docs/cloud-facts.md#capacity-look-ups), and for a `capacityBlock` stack naming no reservation, the account's active
+Capacity Block there or, where it has none, the block on offer (docs/cloud-facts.md#aws-capacity-block-look-up)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,17 @@ import pulumi_aws as aws
 from components.realizers.stock import sold_out
 from plan.candidates import Availability, Candidate
 from plan.facts import DeployFacts, Lookups
-from spec.errors import Problem, SpecError
-from spec.stackfile import CLUSTER_KEY
 
 BLOCK = "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation"
+OFFERING = "aws:ec2/getCapacityBlockOffering:getCapacityBlockOffering"
 OFFERINGS = "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings"
 CAPACITY_BLOCK = "capacity-block"
 ZONE = "availability-zone"
+# The block asked for where the account has none: the shortest, a day (docs/cloud-facts.md#aws-capacity-block-look-up).
+BLOCK_HOURS = 24
+# Both block data sources fail the invoke on no match, with the provider's empty-result error (its words).
+EMPTY = "empty result"
+STAND_IN_BLOCK = "cr-00000000000000000"  # the stand-in block's id: well-formed, nobody's
 
 
 def _offerings_stand_in(asked: dict) -> dict:
@@ -27,36 +31,66 @@ def _offerings_stand_in(asked: dict) -> dict:
             "locations": [zone for _, zone in offered], "locationTypes": [ZONE] * len(offered)}
 
 
-# What the preview's mocks answer in place of the cloud (fleet/preview.py): a well-formed id that is nobody's block.
-STAND_INS = {BLOCK: {"id": "cr-00000000000000000", "reservationType": CAPACITY_BLOCK, "state": "active"},
-             OFFERINGS: _offerings_stand_in}
+def _block_stand_in(asked: dict) -> dict | tuple[dict, list]:
+    """An active block of the asked type in the asked zone, none where the sold-out switch names them."""
+    filters = {f["name"]: f["values"][0] for f in asked.get("filters", [])}
+    if sold_out(filters.get(ZONE, ""), filters.get("instance-type", "")):
+        return {}, [("filter", EMPTY)]
+    return {"id": STAND_IN_BLOCK, "reservationType": CAPACITY_BLOCK, "state": "active",
+            "availabilityZone": filters.get(ZONE, "")}
 
 
-def _not_found(wanted: Lookups, why: str) -> SpecError:
-    zone, kind = wanted.capacity_block_zone, wanted.instance_type
-    return SpecError([Problem(
-        f"{CLUSTER_KEY}.market.reservationId", f"is not set, and the look-up of the account's active Capacity Block "
-        f"for {kind} in {zone} found none to use: {why}",
-        f"set market.reservationId to the block's cr-... id (`aws ec2 describe-capacity-reservations --filters "
-        f"Name=instance-type,Values={kind} Name=availability-zone,Values={zone} Name=state,Values=active`), or "
-        "run once the block is active.")])
+def _offering_stand_in(asked: dict) -> dict | tuple[dict, list]:
+    """A block on offer of the asked type, size and length (an id that is nobody's, no fee: the preview buys nothing),
+    in the shipped block stack's zone; none where the sold-out switch names the type."""
+    if sold_out("", asked.get("instanceType", "")):
+        return {}, [("instanceType", EMPTY)]
+    return {"id": "cb-00000000000000000", "capacityBlockOfferingId": "cb-00000000000000000",
+            "availabilityZone": "us-east-1b", "instanceType": asked.get("instanceType"),
+            "instanceCount": asked.get("instanceCount"), "capacityDurationHours": asked.get("capacityDurationHours"),
+            "startDateRange": "2026-12-04T11:30:00Z", "endDateRange": "2026-12-05T11:30:00Z", "upfrontFee": "0.00",
+            "currencyCode": "USD", "tenancy": "default"}
 
 
-def _capacity_block(wanted: Lookups) -> str:
-    """The one active Capacity Block of the type in the zone; none, several, or an ODCR in its place is the stack's
-    problem, named with its fix (the data source errors on no match and on several)."""
+# What the preview's mocks answer in place of the cloud (fleet/preview.py).
+STAND_INS = {BLOCK: _block_stand_in, OFFERING: _offering_stand_in, OFFERINGS: _offerings_stand_in}
+
+
+def _on_offer(candidate: Candidate, nodes: int) -> str:
+    """The block of `nodes` of the type EC2 offers for BLOCK_HOURS, as the data source answers (one offering; it
+    fails on none and on several)."""
     try:
-        found = aws.ec2.get_capacity_block_reservation(filters=[
-            {"name": "instance-type", "values": [wanted.instance_type]},
-            {"name": "availability-zone", "values": [wanted.capacity_block_zone]},
-            {"name": "state", "values": ["active"]},
-        ])
+        offer = aws.ec2.get_capacity_block_offering(instance_type=candidate.instance_type, instance_count=nodes,
+                                                    capacity_duration_hours=BLOCK_HOURS)
     # The runtime raises a plain Exception for a failed invoke ("invoke of <token> failed: <why>").
     except Exception as error:
-        raise _not_found(wanted, str(error)) from None
-    if found.reservation_type != CAPACITY_BLOCK:
-        raise _not_found(wanted, f"{found.id} is a {found.reservation_type} reservation, not a Capacity Block.")
-    return found.id
+        return f"no single Capacity Block of {nodes} on offer for {BLOCK_HOURS} h ({error})"
+    return (f"on offer: {offer.capacity_block_offering_id}, {offer.instance_count} for {BLOCK_HOURS} h in "
+            f"{offer.availability_zone} from {offer.start_date_range}, {offer.upfront_fee} {offer.currency_code} "
+            "upfront")
+
+
+def _block_availability(candidate: Candidate, nodes: int) -> Availability:
+    """The account's one active Capacity Block of the type in the zone, which the cluster runs in; where there is
+    none (or several, or a reservation of another kind: the data source fails on no match and on several), the block
+    EC2 offers, and how to name one."""
+    kind, zone = candidate.instance_type, candidate.zone
+    try:
+        found = aws.ec2.get_capacity_block_reservation(filters=[
+            {"name": "instance-type", "values": [kind]},
+            {"name": ZONE, "values": [zone]},
+            {"name": "state", "values": ["active"]},
+        ])
+        if found.reservation_type == CAPACITY_BLOCK:
+            return Availability(candidate, True, reservation_id=found.id)
+        why = f"{found.id} is a {found.reservation_type} reservation, not a Capacity Block"
+    # The runtime raises a plain Exception for a failed invoke ("invoke of <token> failed: <why>").
+    except Exception as error:
+        why = str(error)
+    return Availability(candidate, False, (
+        f"no active Capacity Block of the account to use ({why}); {_on_offer(candidate, nodes)}; buy a block, or set "
+        f"market.reservationId to its cr-... id (`aws ec2 describe-capacity-reservations --filters "
+        f"Name=instance-type,Values={kind} Name=availability-zone,Values={zone} Name=state,Values=active`)"))
 
 
 def _availability(candidate: Candidate) -> Availability:
@@ -72,5 +106,6 @@ def _availability(candidate: Candidate) -> Availability:
 
 
 def look_up(wanted: Lookups) -> DeployFacts:
-    return DeployFacts(reservation_id=_capacity_block(wanted) if wanted.capacity_block_zone else None,
-                       capacity=tuple(_availability(candidate) for candidate in wanted.candidates))
+    nodes = wanted.capacity_block_nodes
+    return DeployFacts(capacity=tuple(_block_availability(candidate, nodes) if nodes else _availability(candidate)
+                                      for candidate in wanted.candidates))

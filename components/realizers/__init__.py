@@ -31,16 +31,21 @@ def lookups_of(cloud: str) -> LookUps | None:
 
 
 def _answers(cloud: str, wanted: Lookups) -> DeployFacts:
-    return lookups_of(cloud).look_up(wanted) if wanted else DeployFacts()
+    """The cloud's answers; none where nothing is wanted or the cloud has no look-ups."""
+    module = lookups_of(cloud) if wanted else None
+    return module.look_up(wanted) if module else DeployFacts()
 
 
 def look_up(spec: ClusterSpec) -> tuple[ClusterSpec, DeployFacts]:
-    """The spec on its first candidate with capacity (the stack's own place where it lists no others), and the
-    deploy-time facts that spec needs, from the cloud's own data sources (none for most stacks)."""
+    """The spec on its first candidate with capacity (the stack's own place is the first, and the only one where it
+    lists no others), and the deploy-time facts that spec needs, from the cloud's own data sources."""
     capacity = _answers(spec.cloud, capacity_lookups(spec)).capacity
+    reservation = None
     if capacity:
-        spec, _ = choose(spec, capacity)
-    return spec, DeployFacts(**{**vars(_answers(spec.cloud, lookups_for(spec))), "capacity": capacity})
+        spec, chosen = choose(spec, capacity)
+        reservation = chosen.reservation_id
+    return spec, DeployFacts(**{**vars(_answers(spec.cloud, lookups_for(spec))), "capacity": capacity,
+                                "reservation_id": reservation})
 
 
 def realize(plan: ClusterPlan) -> StackOutputs:

@@ -1,5 +1,6 @@
-"""The preview's switch for a stock-out: candidates named in GPUFLEET_SOLD_OUT are sold out to every stand-in look-up
-(components/<cloud>/lookups.py), so a drill or a test can make the first candidate fail without a cloud.
+"""The switch for a stock-out: candidates named in GPUFLEET_SOLD_OUT are sold out to every stand-in look-up of the
+preview (components/<cloud>/lookups.py) and to the local cloud's own (components/local/lookups.py), so a drill or a
+test can make the first candidate fail without a cloud.
 
 The value is a comma-separated list of `<zone>/<instance type>` or `<instance type>` (sold out in every zone)."""
 

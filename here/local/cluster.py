@@ -314,6 +314,7 @@ def _summary(run: _Run) -> dict:
     world = job.get("world_size", 0)
     return {
         "cluster": run.plan.name,
+        "instance_type": run.plan.instance.name,  # the chosen candidate's (fleet up says why where not the stack's)
         "mode": run.st.mode,
         "nodes": world // run.plan.ranks_per_node,
         "ranks": world,

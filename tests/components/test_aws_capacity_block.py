@@ -1,48 +1,94 @@
 """A Capacity Block stack that names no reservation runs in the account's active block for its type and zone, found
-at deploy time (docs/cloud-facts.md#aws-capacity-block-look-up); when none can be used, the stack fails naming
-market.reservationId and how to find the id. Checked through the real program under mocks."""
+at deploy time as that candidate's capacity (docs/cloud-facts.md#aws-capacity-block-look-up); where there is none,
+the preview shows the block EC2 has on offer, takes the next candidate with a block, and with none refuses the stack
+before any resource, naming market.reservationId and how to find the id. Checked through the real program under
+mocks and the stand-ins."""
 
 from __future__ import annotations
 
 import pytest
+import yaml
 from stack_preview import preview_stack
 
-from components.aws.lookups import BLOCK, STAND_INS
+from components.aws.lookups import BLOCK, BLOCK_HOURS, OFFERING, OFFERINGS, STAND_IN_BLOCK, STAND_INS
+from components.realizers.stock import SOLD_OUT
 from fleet import preview
 from fleet.cli import main
+from fleet.plan_command import capacity_of
+from fleet.stacks import spec_and_plan
 from plan.paths import PROJECT_ROOT
+from spec.stackfile import load_stack_file
 
 STACK = PROJECT_ROOT / "stacks" / "Pulumi.aws-p4d-capacity-block.yaml"
+SECOND = "p5.48xlarge"  # a candidate of another type: it runs in its own block
 
 
-def test_the_shipped_block_stack_names_no_reservation_and_runs_in_the_looked_up_block():
+def _with_candidate(write_stack):
+    config = yaml.safe_load(STACK.read_text())["config"]
+    cluster = config.pop("gpufleet:cluster")
+    cluster["candidates"] = [{"instanceType": SECOND}]
+    return load_stack_file(write_stack(cluster, region=None, extra=config)), cluster
+
+
+def test_the_shipped_block_stack_names_no_reservation_and_runs_in_the_looked_up_block(monkeypatch):
+    monkeypatch.delenv(SOLD_OUT, raising=False)
     spec, plan, recorded = preview_stack(STACK)
     assert spec.market.capacity_block and spec.market.reservation_id is None
     (call,) = [c for c in recorded.invokes if c["token"] == BLOCK]
     assert call["args"]["filters"] == [{"name": "instance-type", "values": [spec.instance_type]},
                                        {"name": "availability-zone", "values": [spec.zone]},
                                        {"name": "state", "values": ["active"]}]
-    assert plan.market.reservation_id == STAND_INS[BLOCK]["id"]
+    assert plan.market.reservation_id == STAND_IN_BLOCK
+    assert not [c for c in recorded.invokes if c["token"] in (OFFERING, OFFERINGS)], "a block held: nothing to buy"
+    (shown,) = capacity_of(plan)
+    assert shown["chosen"]
 
 
 def test_a_named_reservation_is_not_looked_up(write_stack):
     path = write_stack({"cloud": "aws", "zone": "us-east-1b", "instanceType": "p4d.24xlarge", "nodes": 2,
                         "market": {"onDemandBase": 2, "capacityBlock": True, "reservationId": "cr-0a1b2c3d4e5f60718"}})
     spec, plan, recorded = preview_stack(path)
-    assert not [c for c in recorded.invokes if c["token"] == BLOCK]
+    assert not [c for c in recorded.invokes if c["token"] in (BLOCK, OFFERING)]
     assert plan.market.reservation_id == "cr-0a1b2c3d4e5f60718"
 
 
-@pytest.mark.parametrize(("answers", "why"), [
-    # The data source fails the invoke on no match and on several; the engine answers with the failure.
-    ({BLOCK: ({}, [("filter", "no matching EC2 Capacity Reservation found")])},
-     "no matching EC2 Capacity Reservation found"),
-    ({BLOCK: {**STAND_INS[BLOCK], "reservationType": "default"}}, "is a default reservation, not a Capacity Block"),
-])
-def test_no_usable_block_exits_2_naming_the_field_and_the_fix(monkeypatch, capsys, answers, why):
+def test_no_block_for_the_first_candidate_the_next_ones_block_is_used_and_the_offer_shown(write_stack, monkeypatch):
+    stack_file, cluster = _with_candidate(write_stack)
+    monkeypatch.setenv(SOLD_OUT, cluster["instanceType"])
+    spec, plan = spec_and_plan(stack_file)
+    assert spec.instance_type == SECOND and plan.market.reservation_id == STAND_IN_BLOCK
+    first, second = capacity_of(plan)
+    assert not first["available"] and second["chosen"]
+    assert "no active Capacity Block" in first["reason"] and "market.reservationId" in first["reason"]
+    assert "no single Capacity Block" in first["reason"], "the sold-out switch: none on offer either"
+
+
+def test_the_offering_is_asked_for_the_clusters_size_and_shown(monkeypatch, capsys):
+    offer = {"capacityBlockOfferingId": "cb-0123456789abcdef0", "availabilityZone": "us-east-1b",
+             "instanceCount": 4, "startDateRange": "2026-12-10T11:30:00Z", "upfrontFee": "1234.56",
+             "currencyCode": "USD"}
+    asked = []
+    answers = {**STAND_INS, BLOCK: ({}, [("filter", "empty result")]),
+               OFFERING: lambda args: asked.append(args) or offer}
     monkeypatch.setattr(preview, "stand_ins", lambda: answers)
     assert main(["plan", "--stack-file", str(STACK)]) == 2
     err = " ".join(capsys.readouterr().err.split())
-    assert "gpufleet:cluster.market.reservationId" in err and why in err and "Traceback" not in err
+    assert asked and {k: asked[0][k] for k in ("instanceType", "instanceCount", "capacityDurationHours")} == {
+        "instanceType": "p4d.24xlarge", "instanceCount": 4, "capacityDurationHours": BLOCK_HOURS}
+    assert ("on offer: cb-0123456789abcdef0, 4 for 24 h in us-east-1b from 2026-12-10T11:30:00Z, 1234.56 USD "
+            "upfront") in err
+
+
+@pytest.mark.parametrize(("answer", "why"), [
+    # The data source fails the invoke on no match and on several; the engine answers with the failure.
+    (({}, [("filter", "empty result")]), "empty result"),
+    ({"id": STAND_IN_BLOCK, "reservationType": "default"}, "is a default reservation, not a Capacity Block"),
+])
+def test_no_usable_block_exits_2_naming_the_field_and_the_fix(monkeypatch, capsys, answer, why):
+    monkeypatch.setattr(preview, "stand_ins", lambda: {**STAND_INS, BLOCK: answer})
+    assert main(["plan", "--stack-file", str(STACK)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "gpufleet:cluster.instanceType" in err and "nothing was created" in err
+    assert why in err and "market.reservationId" in err and "Traceback" not in err
     assert ("aws ec2 describe-capacity-reservations --filters Name=instance-type,Values=p4d.24xlarge "
             "Name=availability-zone,Values=us-east-1b Name=state,Values=active") in err

@@ -11,9 +11,11 @@ import pytest
 import yaml
 
 from components.realizers.stock import SOLD_OUT
+from fleet.cli import main
 from fleet.plan_command import capacity_of
 from fleet.preview import run_program
 from fleet.stacks import spec_and_plan
+from here.local import cluster
 from spec.errors import SpecError
 from spec.stackfile import load_stack_file
 
@@ -72,3 +74,59 @@ def test_a_candidate_the_cloud_cannot_build_is_refused(stack, write_stack):
     with pytest.raises(SpecError) as caught:
         spec_and_plan(load_stack_file(write_stack(cluster, region=None, extra=config)))
     assert any(p.path.endswith("candidates[0]") and "no-such-type" in p.message for p in caught.value.problems)
+
+
+@pytest.fixture(params=sorted(CASES))
+def plain_stack(request):
+    """The cloud's shipped stack as it is: no `candidates`, so its own zone, type and market are its one candidate."""
+    name, _ = CASES[request.param]
+    stack_file = load_stack_file(STACKS / f"Pulumi.{name}.yaml")
+    assert "candidates" not in stack_file.config["gpufleet:cluster"]
+    return stack_file
+
+
+def test_a_stack_without_candidates_has_its_own_place_looked_up_and_shown(plain_stack, monkeypatch):
+    monkeypatch.delenv(SOLD_OUT, raising=False)
+    _, plan = spec_and_plan(plain_stack)
+    (shown,) = capacity_of(plan)
+    assert shown["chosen"] and shown["candidate"].startswith(f"{plan.instance.name} in {plan.zone}")
+
+
+def test_a_stack_without_candidates_sold_out_is_refused_before_any_resource(plain_stack, monkeypatch):
+    kind = plain_stack.config["gpufleet:cluster"]["instanceType"]
+    monkeypatch.setenv(SOLD_OUT, kind)
+    with pytest.raises(SpecError) as caught:
+        run_program(plain_stack)
+    (problem,) = caught.value.problems
+    assert problem.path.endswith(".instanceType") and "nothing was created" in problem.message
+    assert f"{kind} in {plain_stack.config['gpufleet:cluster']['zone']}" in problem.message
+
+
+def test_the_local_stack_sold_out_is_planned_on_its_candidate(monkeypatch):
+    """The local cloud answers its own look-up from the switch: the stock-out drill's plan (tests/local runs it)."""
+    stack_file = load_stack_file(STACKS / "Pulumi.local.yaml")
+    first = stack_file.config["gpufleet:cluster"]["instanceType"]
+    (second,) = (c["instanceType"] for c in stack_file.config["gpufleet:cluster"]["candidates"])
+    monkeypatch.setenv(SOLD_OUT, first)
+    _, plan = spec_and_plan(stack_file)
+    assert plan.instance.name == second
+    assert [(a["available"], a["chosen"]) for a in capacity_of(plan)] == [(False, False), (True, True)]
+    monkeypatch.delenv(SOLD_OUT)
+    assert spec_and_plan(stack_file)[1].instance.name == first
+
+
+@pytest.mark.parametrize("sold_out", ["cpu", ""])
+def test_fleet_up_says_where_the_local_stack_came_up_when_not_its_own_place(sold_out, monkeypatch, capsys):
+    """`fleet up` on the plan the look-ups made (the cluster itself is tests/local's); the capacity lines only where
+    the stack's own place had none."""
+    monkeypatch.setenv(SOLD_OUT, sold_out)
+    brought_up = []
+    monkeypatch.setattr(cluster, "up", lambda plan, opts, reporter: brought_up.append(plan) or {"cluster": plan.name})
+    assert main(["up", "--stack", "local", "--json"]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    if sold_out:
+        assert brought_up[0].instance.name == "cpu-b"
+        assert "capacity: cpu in local on demand: no: cpu is sold out in local (GPUFLEET_SOLD_OUT)" in err
+        assert "capacity: cpu-b in local on demand: chosen" in err
+    else:
+        assert brought_up[0].instance.name == "cpu" and "capacity:" not in err

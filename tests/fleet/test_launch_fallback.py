@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from components.realizers.stock import SOLD_OUT
+from fleet.plan_command import report
 from fleet.preview import run_program
 from spec.stackfile import load_stack_file
 
@@ -131,3 +132,30 @@ def test_a_warm_pool_keeps_one_type(write_stack, monkeypatch):
     resources = run_program(load_stack_file(write_stack(cluster, region=None, extra=config))).resources
     (group,) = _of(resources, "autoscaling/group:Group")
     assert group["warmPool"]["minSize"] == 1 and "mixedInstancesPolicy" not in group
+
+
+def _said(stack_file) -> tuple[list, tuple[str, str]]:
+    """The resources and what `fleet plan` says of the fallback at launch, for the workers and the head."""
+    preview = run_program(stack_file)
+    return preview.resources, report(preview, preview.plan)["launchFallback"]
+
+
+@pytest.mark.parametrize("cloud", sorted(CASES))
+def test_the_preview_says_the_groups_fallback_order(cloud, write_stack, monkeypatch):
+    monkeypatch.delenv(SOLD_OUT, raising=False)
+    stack_file, _ = _stack(write_stack, cloud, ON_DEMAND)
+    resources, (workers, head) = _said(stack_file)
+    (order,) = {tuple(order) for order in launch_order(cloud, resources)}
+    assert workers == f"workers: their scaling groups launch {', then '.join(order)}, in that order"
+    assert head.startswith("head: none")
+
+
+@pytest.mark.parametrize("name", ["ali-erdma", "tencent-hcc"])
+def test_erdma_and_hcc_workers_are_said_to_have_no_fallback_at_launch(name, monkeypatch):
+    """Their workers are instances the cloud's scaling service cannot launch: the preview says they have none."""
+    monkeypatch.delenv(SOLD_OUT, raising=False)
+    resources, (workers, _) = _said(load_stack_file(STACKS / f"Pulumi.{name}.yaml"))
+    assert not [r for r in resources if r["type"].endswith(("ess/scalingGroup:ScalingGroup",
+                                                            "As/scalingGroup:ScalingGroup"))]
+    kind = yaml.safe_load((STACKS / f"Pulumi.{name}.yaml").read_text())["config"]["gpufleet:cluster"]["instanceType"]
+    assert workers.startswith("workers: none (instances in no scaling group") and f"finds {kind} sold out" in workers

@@ -18,9 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_json_shape_and_exit_code(capsys):
     assert main(["plan", "--stack", "aws-p5", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert set(document) == {"stack", "cloud", "resources", "outputs", "cost", "capacity", "warnings",
-                             "violations"}
-    assert document["warnings"] == [] and document["capacity"] == [], "no candidates: no capacity look-up"
+    assert set(document) == {"stack", "cloud", "resources", "outputs", "cost", "capacity", "launchFallback",
+                             "warnings", "violations"}
+    assert document["warnings"] == []
+    (place,) = document["capacity"]
+    assert place["chosen"] and place["candidate"] == "p5.48xlarge in us-east-1a", "no candidates: its own place"
     assert document["stack"] == "aws-p5" and document["cloud"] == "aws"
     resource = next(r for r in document["resources"] if r["type"] == "aws:ec2/launchTemplate:LaunchTemplate")
     assert set(resource) == {"type", "name", "parent", "inputs", "options"}

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from components.realizers.stock import SOLD_OUT
 from fleet.stacks import resolve, spec_and_plan
 from here.local import cloudconfig, firewall, host, layout, network, progress
 from plan.model import FirewallRule
@@ -238,6 +239,21 @@ def test_up_refuses_a_cloud_stack():
 
 
 # --- end to end, as root --------------------------------------------------------------------------------------
+
+
+@needs_root
+def test_first_candidate_sold_out_the_cluster_comes_up_on_the_next_and_says_so(cluster):
+    """The stock-out drill: the switch sells the stack's own type out; `up` trains on its candidate's nodes."""
+    c = cluster("lt-stock", candidates=[{"instanceType": "cpu-b"}], job=JOB | {"steps": 5})
+    result = c.up(env=os.environ | {SOLD_OUT: "cpu"})
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["instance_type"], summary["nodes"], summary["steps_completed"]) == ("cpu-b", 2, 5)
+    err = " ".join(result.stderr.split())
+    assert "capacity: cpu in local on demand: no: cpu is sold out in local (GPUFLEET_SOLD_OUT)" in err, err
+    assert "capacity: cpu-b in local on demand: chosen" in err, err
+    for node in c.lay.nodes:
+        assert "GF_INSTANCE_TYPE='cpu-b'" in (node.root / "etc/gpufleet/node.env").read_text()
 
 
 @needs_root
