@@ -53,6 +53,22 @@ def test_everything_is_judged_by_its_actions():
     assert on_everything("s3:GetObject") == [], "another cloud's storage action is not this cloud's"
 
 
+def test_a_named_bucket_passes():
+    named = {"Statement": [{"Effect": "Allow", "Action": "oss:*",
+                            "Resource": ["acs:oss:*:*:ckpt", "acs:oss:*:*:ckpt/*"]}]}
+    assert findings(named) == []
+
+
+def test_every_document_of_a_role_is_judged_past_one_that_cannot_be():
+    wild = json.dumps({"Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::*"}]})
+    grant = "statement 0 grants s3:getobject on arn:aws:s3:::*, every bucket that matches." + FIX
+    for first, before in (("[unknown]", []), ("{not json", ["the policy document is not JSON, so what it grants "
+                                                              "cannot be judged."])):
+        role = {"type": aws_t.ROLE, "name": "r", "parent": None, "options": {"custom": True},
+                "inputs": {"inlinePolicies": [{"policy": first}, {"policy": wild}]}}
+        assert [f["message"] for f in evaluate([role]) if f["policy"] == RULE] == [*before, grant], first
+
+
 def test_a_document_that_is_not_json_is_refused_and_an_unknown_one_waits():
     assert findings("{not json") == ["the policy document is not JSON, so what it grants cannot be judged."]
     assert findings("[unknown]") == []

@@ -31,6 +31,11 @@ def test_a_wide_range_names_its_size_and_the_opt_in():
     assert found([ingress("10.0.0.0/8")], "no-open-ingress") == [], "a /8 is not wider than a /8"
 
 
+def test_each_range_of_a_rule_is_judged_past_one_that_waits():
+    rule = ingress("[unknown]", cidrIpv6="::/0")
+    assert [m.split(" (")[0] for _, m in found([rule], "no-open-ingress")] == ["ingress tcp 22-22 is open to ::/0"]
+
+
 def test_narrow_ranges_that_add_up_are_named_on_each_resource_that_holds_one_once():
     parts = [ingress("11.0.0.0/8", "a"), ingress("12.0.0.0/8", "b"), ingress("12.0.0.0/8", "b"),
              ingress("10.0.0.0/8", "c")]

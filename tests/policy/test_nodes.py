@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import gzip
 
+from policy.clouds import alicloud as ali_t
 from policy.clouds import aws as aws_t
 from policy.readers import reader_for
 from policy.rules import evaluate
@@ -50,6 +51,24 @@ def test_secrets_are_found_in_plain_base64_and_gzipped_user_data():
     assert messages(aws_t.LAUNCH_TEMPLATE, {"userData": packed}, "user-data-safe") == [f"userData {FOUND}"]
     assert messages(aws_t.INSTANCE, {"userData": b64(SECRET.encode())}, "user-data-safe") == [], \
         "a plain-text field is not decoded"
+
+
+def test_text_that_happens_to_decode_is_read_as_text_where_either_form_is_accepted():
+    """Alibaba takes userData in either form: text whose letters and digits alone would decode (28 of them here)
+    is still text, since base64 is read strictly."""
+    text = "#cloud-config\npassword: hunter22x\n"
+    assert messages(ali_t.INSTANCE, {"userData": text}, "user-data-safe") == [f"userData {FOUND}"]
+
+
+def test_base64_that_is_not_utf8_is_still_searched():
+    data = b64(b"\xff\xfe" + SECRET.encode())
+    assert messages(aws_t.LAUNCH_TEMPLATE, {"userData": data}, "user-data-safe") == [f"userData {FOUND}"]
+    assert messages(ali_t.INSTANCE, {"userData": data}, "user-data-safe") == [f"userData {FOUND}"]
+
+
+def test_a_disk_whose_encryption_is_unknown_waits_for_the_engine():
+    volume = {"blockDeviceMappings": [{"deviceName": "/dev/sdb", "ebs": {"encrypted": "[unknown]"}}]}
+    assert messages(aws_t.LAUNCH_TEMPLATE, volume, "encrypted-volumes") == []
 
 
 def test_values_the_rule_cannot_read_are_left_alone():
