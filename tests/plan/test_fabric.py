@@ -35,6 +35,9 @@ def test_erdma_deals_its_eris_over_the_cards_after_the_primary():
     one_card = plan_fabric("auto", ERDMA.model_copy(update={"fabric_devices": 3, "network_cards": None}))
     assert one_card.interfaces == (Interface(0, 0, "interface"), Interface(0, 1, "erdma"), Interface(0, 2, "erdma"),
                                    Interface(0, 3, "erdma")), "a type of unknown cards keeps its ERIs on card 0"
+    three = plan_fabric("auto", ERDMA.model_copy(update={"fabric_devices": 4, "network_cards": 3}))
+    assert three.interfaces == (Interface(0, 0, "interface"), Interface(0, 1, "erdma"), Interface(1, 2, "erdma"),
+                                Interface(2, 3, "erdma"), Interface(0, 4, "erdma")), "ERI n on card (n - 1) mod cards"
 
 
 def test_a_fabric_other_than_the_rows_has_no_devices_and_the_primary_alone():

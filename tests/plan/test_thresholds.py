@@ -27,3 +27,9 @@ def test_each_threshold_has_six_significant_digits():
     assert found.hbm_gbs == float(f"{1234.56789 * TOLERANCE:.6g}") == 987.654
     assert found.allreduce_busbw_gbs == float(f"{333.333333 * ALLREDUCE_OF_BASELINE:.6g}") == 233.333
     assert found.cross_node_busbw_gbs == 0.233333, "six significant digits, not six decimals"
+
+
+def test_two_gpus_are_enough_for_an_all_reduce_threshold_and_one_is_not():
+    pair = H200.model_copy(update={"gpus": 2})
+    assert thresholds(pair).allreduce_busbw_gbs == thresholds(H200).allreduce_busbw_gbs is not None
+    assert thresholds(H200.model_copy(update={"gpus": 1})).allreduce_busbw_gbs is None
