@@ -1,0 +1,41 @@
+"""The AWS EFA layout's findings in the words a user reads (what the type has, what the template asks for), and the
+layout judged only on launch templates and instances."""
+
+from __future__ import annotations
+
+from plan.catalog import lookup
+from policy.clouds import aws as aws_t
+from policy.rules import evaluate
+
+P4D = "p4d.24xlarge"
+
+
+def messages(kind: str, inputs: dict) -> list[str]:
+    resource = {"type": kind, "name": "r", "parent": None, "inputs": inputs, "options": {"custom": True}}
+    return [f["message"] for f in evaluate([resource]) if f["policy"] == "fabric-layout"]
+
+
+def efa(card: int, device: int = 0, kind: str = "efa-only") -> dict:
+    return {"networkCardIndex": card, "deviceIndex": device, "interfaceType": kind}
+
+
+def test_a_template_short_of_the_types_efa_cards_is_told_how_many_and_where():
+    devices = lookup("aws", P4D).fabric_devices
+    assert devices == 4
+    short = [efa(0, kind="efa"), efa(1), efa(2)]
+    assert messages(aws_t.LAUNCH_TEMPLATE, {"instanceType": P4D, "networkInterfaces": short}) == [
+        "the type has 4 EFA interfaces, one per network card 0..3; the template has 3 on cards [0, 1, 2]."]
+    assert messages(aws_t.LAUNCH_TEMPLATE, {"instanceType": P4D, "networkInterfaces": [*short, efa(3)]}) == []
+
+
+def test_two_interfaces_on_one_card_and_device_are_named():
+    nics = [efa(0, kind="efa"), efa(1), efa(2), efa(3), {"networkCardIndex": 3, "deviceIndex": 0}]
+    assert messages(aws_t.INSTANCE, {"instanceType": P4D, "networkInterfaces": nics}) == [
+        "two interfaces share a (network card, device) pair."]
+
+
+def test_only_templates_and_instances_are_judged_on_their_interfaces():
+    nics = [efa(0, kind="efa")]
+    assert messages(aws_t.LAUNCH_TEMPLATE, {"instanceType": "g5.xlarge", "networkInterfaces": nics}) != []
+    for kind in (aws_t.ASG, aws_t.EBS_VOLUME):
+        assert messages(kind, {"instanceType": "g5.xlarge", "networkInterfaces": nics}) == [], kind
