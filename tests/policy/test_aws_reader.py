@@ -39,3 +39,22 @@ def test_only_templates_and_instances_are_judged_on_their_interfaces():
     assert messages(aws_t.LAUNCH_TEMPLATE, {"instanceType": "g5.xlarge", "networkInterfaces": nics}) != []
     for kind in (aws_t.ASG, aws_t.EBS_VOLUME):
         assert messages(kind, {"instanceType": "g5.xlarge", "networkInterfaces": nics}) == [], kind
+
+
+def test_an_s3_resource_names_its_bucket_before_any_key_however_deep_or_odd():
+    reader = aws_t.READER
+    assert reader.bucket_of("arn:aws:s3:::ckpt/runs/a/step-1") == "ckpt"
+    assert reader.bucket_of("arn:aws:s3:::ckpt/odd:::key") == "ckpt"
+
+
+def test_metadata_needs_tokens_unless_it_is_switched_off():
+    def found(options: dict) -> list[str]:
+        resource = {"type": aws_t.LAUNCH_TEMPLATE, "name": "r", "parent": None,
+                    "inputs": {"metadataOptions": options}, "options": {"custom": True}}
+        return [f["message"] for f in evaluate([resource]) if f["policy"] == "imdsv2-required"]
+
+    refused = ["instance metadata must require IMDSv2 tokens (metadataOptions.httpTokens: required)."]
+    assert found({"httpTokens": "optional"}) == refused
+    assert found({"httpTokens": "optional", "httpEndpoint": "enabled"}) == refused
+    assert found({"httpTokens": "optional", "httpEndpoint": "disabled"}) == []
+    assert found({"httpTokens": "required"}) == []
