@@ -58,3 +58,18 @@ def test_metadata_needs_tokens_unless_it_is_switched_off():
     assert found({"httpTokens": "optional", "httpEndpoint": "enabled"}) == refused
     assert found({"httpTokens": "optional", "httpEndpoint": "disabled"}) == []
     assert found({"httpTokens": "required"}) == []
+
+
+def test_a_mapping_with_ebs_is_a_volume_even_beside_a_virtual_name():
+    mapping = {"deviceName": "/dev/sdd", "virtualName": "ephemeral1", "ebs": {"encrypted": False}}
+    resource = {"type": aws_t.LAUNCH_TEMPLATE, "name": "r", "parent": None,
+                "inputs": {"blockDeviceMappings": [mapping]}, "options": {"custom": True}}
+    assert [f["message"] for f in evaluate([resource]) if f["policy"] == "encrypted-volumes"] == [
+        "/dev/sdd is not encrypted."]
+
+
+def test_a_groups_inline_rule_is_judged_on_its_ipv6_ranges_too():
+    group = {"ingress": [{"protocol": "tcp", "fromPort": 22, "toPort": 22, "ipv6CidrBlocks": ["::/0"]}]}
+    resource = {"type": aws_t.SG, "name": "r", "parent": None, "inputs": group, "options": {"custom": True}}
+    found = [f["message"] for f in evaluate([resource]) if f["policy"] == "no-open-ingress"]
+    assert [m.split(" (")[0] for m in found] == ["ingress tcp 22-22 is open to ::/0"]
