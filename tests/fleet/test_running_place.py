@@ -86,15 +86,17 @@ def test_a_cluster_running_on_no_candidate_takes_the_first_available(stack, monk
     assert plan.instance.name == second and not any(a["running"] for a in capacity_of(plan))
 
 
-def test_the_instances_are_looked_up_by_the_clusters_own_tag(stack):
-    """The look-up asks for the instances tagged with the identity the plan tags every resource with."""
-    stack_file, _ = stack
-    preview = run_program(stack_file)
+def test_the_instances_are_looked_up_by_the_clusters_own_tag(stack, write_stack):
+    """The look-up asks for the instances tagged with the identity the plan tags every resource with (a cluster
+    named apart from its stack: the identity is the name's, scoped by project, stack and region)."""
+    stack_file, written = stack
+    extra = {key: value for key, value in stack_file.config.items() if key != "gpufleet:cluster"}
+    preview = run_program(load_stack_file(write_stack({**written, "name": "kept"}, region=None, extra=extra)))
     tag = dict(preview.plan.tags)["gpufleet:cluster"]
     tokens = {aws_lookups.INSTANCES, alicloud_lookups.INSTANCES, tencentcloud_lookups.INSTANCES}
     asked = [i["args"] for i in preview.invokes if i["token"] in tokens]
     assert asked and all((i.get("tags") or i.get("instanceTags")) == {"gpufleet:cluster": tag} for i in asked)
-    assert tag == preview.plan.identity
+    assert tag == preview.plan.identity and tag.startswith("kept-")
 
 
 @pytest.fixture
