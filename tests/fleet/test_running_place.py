@@ -100,9 +100,8 @@ def test_the_instances_are_looked_up_by_the_clusters_own_tag(stack, write_stack)
 
 
 @pytest.fixture
-def local(tmp_path, monkeypatch):
-    """The local stack, with its record of where local clusters run in a folder of this test's own."""
-    monkeypatch.setattr(local_places, "RUNNING", tmp_path / "running")
+def local(monkeypatch):
+    """The local stack (its record of where local clusters run is the test's own: tests/fleet/conftest.py)."""
     monkeypatch.delenv(SOLD_OUT, raising=False)
     stack_file = load_stack_file(STACKS / "Pulumi.local.yaml")
     written = stack_file.config["gpufleet:cluster"]
