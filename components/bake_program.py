@@ -32,7 +32,7 @@ def bake(phase: str) -> None:
         if CLOUDS[spec.cloud].runs_here:
             raise SpecError([Problem("gpufleet:cluster.cloud", "is the local cloud, which runs on this machine's "
                                      "software: there is no image to bake.", "bake a cloud's stack.")])
-        spec, facts = look_up(spec)
+        spec, facts = look_up(spec, pulumi.get_stack(), pulumi.get_project())
         baking = bake_for(spec, pulumi.get_stack(), facts)
     except SpecError as error:
         raise InvalidStack(error) from None

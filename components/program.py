@@ -24,7 +24,7 @@ def region_key(raw: object) -> str | None:
 def load(raw: object, region: str, stack: str) -> tuple[ClusterSpec, ClusterPlan]:
     """The cluster object and region -> spec -> the cloud's deploy-time facts -> plan, or a SpecError listing every
     problem. Look-ups go through the Pulumi runtime: the engine's providers, or the preview's mocks."""
-    spec, facts = look_up(validate(raw, region, stack))
+    spec, facts = look_up(validate(raw, region, stack), stack, pulumi.get_project())
     return spec, plan_for(spec, stack, facts, project=pulumi.get_project())
 
 

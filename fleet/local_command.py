@@ -110,7 +110,8 @@ def run_up(args) -> int:
     console = Console(stderr=True)
     reporter = RichReporter(console, total)
     shown = capacity_of(plan)
-    if shown and not shown[0]["chosen"]:  # the stack's own place had no capacity: say where it came up instead
+    # The stack's own place was not taken, or is kept without capacity: say where the cluster is and why.
+    if shown and not (shown[0]["chosen"] and shown[0]["available"]):
         for answer in shown:
             reporter.note(capacity_line(answer))
     opts = cluster.Options(total_steps=total, first_step_timeout_s=args.first_step_timeout,

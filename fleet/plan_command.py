@@ -14,6 +14,7 @@ from fleet.diagram import mermaid
 from fleet.preview import Preview, run_program
 from fleet.stacks import resolve
 from fleet.validate.command import print_validation, validation
+from plan.candidates import chosen
 from plan.fallback import launch_fallback
 from plan.model import ClusterPlan, in_scaling_groups
 from policy.rules import evaluate
@@ -29,15 +30,22 @@ def cost_of(plan: ClusterPlan) -> dict[str, Any]:
 
 
 def capacity_of(plan: ClusterPlan) -> list[dict[str, Any]]:
-    """Each candidate the look-ups were asked about, in order, with its availability; the plan's is the one chosen."""
-    chosen = (plan.zone, plan.instance.name)
-    return [{"candidate": a.candidate.label, "available": a.available, "reason": a.reason,
-             "chosen": a.available and (a.candidate.zone, a.candidate.instance_type) == chosen} for a in plan.capacity]
+    """Each candidate the look-ups were asked about, in order, with its availability and whether the cluster runs
+    there now; the plan's is the one chosen (plan/candidates.py)."""
+    picked = chosen(plan.capacity)
+    return [{"candidate": a.candidate.label, "available": a.available, "reason": a.reason, "running": a.running,
+             "chosen": a is picked} for a in plan.capacity]
 
 
 def capacity_line(answer: dict[str, Any]) -> str:
-    """One candidate of `capacity_of` as `fleet plan` and `fleet up` print it."""
-    state = "chosen" if answer["chosen"] else "available" if answer["available"] else f"no: {answer['reason']}"
+    """One candidate of `capacity_of` as `fleet plan` and `fleet up` print it; where the cluster runs, its capacity
+    there now says whether new nodes (a replacement, a scale-out) can launch, not whether the cluster stays."""
+    now = "available" if answer["available"] else f"sold out ({answer['reason']}) - new nodes may not launch"
+    if answer["running"]:
+        state = (f"chosen: the cluster runs here; capacity there now: {now}" if answer["chosen"]
+                 else f"{now}; the cluster has instances here too")
+    else:
+        state = "chosen" if answer["chosen"] else "available" if answer["available"] else f"no: {answer['reason']}"
     return f"capacity: {answer['candidate']}: {state}"
 
 

@@ -185,7 +185,7 @@ def stand_in_facts(stack: StackFile, spec: ClusterSpec) -> tuple[ClusterSpec, De
     """The spec on its chosen candidate and the deploy-time facts it needs, as the program would look them up,
     answered by the stand-ins."""
     _mock_runtime(stack)
-    return look_up(spec)
+    return look_up(spec, stack.name, PROJECT)
 
 
 def run_program(stack: StackFile, project_dir: Path = PROJECT_ROOT) -> Preview:

@@ -32,8 +32,9 @@ def resolve(stack: str | None, stack_file: str | None) -> StackFile:
 
 
 def facts_for(stack: StackFile, spec: ClusterSpec) -> tuple[ClusterSpec, DeployFacts]:
-    """The spec on its first candidate with capacity, and the deploy-time look-ups' answers a plan made without the
-    engine uses: the preview's stand-ins (every stack's capacity is looked up)."""
+    """The spec on the candidate the cluster runs on, or else its first candidate with capacity, and the deploy-time
+    look-ups' answers a plan made without the engine uses: the preview's stand-ins (every stack's capacity, and where
+    its cluster runs, is looked up)."""
     return stand_in_facts(stack, spec)
 
 

@@ -1,15 +1,18 @@
 """Candidates: the ordered places a cluster may come up (the stack's own zone, type and market, then its
-`candidates`), their availability as the cloud's look-ups report it, and the first available one.
+`candidates`), their availability as the cloud's look-ups report it, and the one the cluster is planned on.
 
-The planner never asks the cloud: the look-ups answer `Availability` per candidate (components/<cloud>/lookups.py)
-and `choose` turns the first available one into the spec the plan is made from, or refuses the stack before any
-resource exists, naming every candidate tried and why it was not taken.
+The planner never asks the cloud: the look-ups answer `Availability` per candidate (components/<cloud>/lookups.py),
+including whether the cluster already has instances there, and `choose` turns the candidate a running cluster runs
+on, or else the first available one, into the spec the plan is made from, or refuses the stack before any resource
+exists, naming every candidate tried and why it was not taken. A running cluster keeps its place whatever the
+capacity there now: looking again at each `pulumi up` must neither refuse an update nor move (and so replace) every
+node; the look-ups choose only for nodes that do not exist yet.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, replace
 
 from spec.cluster import ClusterSpec
 from spec.errors import Problem, SpecError
@@ -34,12 +37,27 @@ class Candidate:
 @dataclass(frozen=True)
 class Availability:
     """What the cloud said of one candidate: available or not, and why not; the reservation that holds it where its
-    capacity is one the account bought (an AWS Capacity Block)."""
+    capacity is one the account bought (an AWS Capacity Block); whether the cluster has instances there now."""
 
     candidate: Candidate
     available: bool
     reason: str = ""
     reservation_id: str | None = None
+    running: bool = False
+
+
+def running_on(capacity: tuple[Availability, ...], places: Collection[tuple[str, str]]) -> tuple[Availability, ...]:
+    """The answers, each marked running where the cluster has instances of its type in its zone (`places`: the
+    (zone, instance type) of each instance the cloud holds for the cluster now)."""
+    return tuple(replace(answer, running=(answer.candidate.zone, answer.candidate.instance_type) in places)
+                 for answer in capacity)
+
+
+def chosen(capacity: tuple[Availability, ...]) -> Availability | None:
+    """The candidate the cluster is planned on: the first it runs on, whatever its capacity now; else, for a cluster
+    that runs on none of them (new, or moved off its place by an edit of the stack), the first available; None when
+    neither."""
+    return next((a for a in capacity if a.running), None) or next((a for a in capacity if a.available), None)
 
 
 def _filled(spec: ClusterSpec, written) -> Candidate:
@@ -74,11 +92,10 @@ def candidate_problems(spec: ClusterSpec, problems_of) -> Iterable[Problem]:
 
 
 def choose(spec: ClusterSpec, capacity: tuple[Availability, ...]) -> tuple[ClusterSpec, Availability]:
-    """The spec on the first available candidate, and that candidate's answer; a SpecError naming each candidate and
-    why when none is."""
-    for answer in capacity:
-        if answer.available:
-            return applied(spec, answer.candidate), answer
+    """The spec on the chosen candidate (`chosen`), and that candidate's answer; a SpecError naming each candidate and
+    why when there is none: nothing runs and nothing is available."""
+    if answer := chosen(capacity):
+        return applied(spec, answer.candidate), answer
     tried = "; ".join(f"{a.candidate.label}: {a.reason}" for a in capacity)
     field = "candidates" if spec.candidates else "instanceType"
     raise SpecError([Problem(f"{CLUSTER_KEY}.{field}", f"no candidate has capacity now, so nothing was created "

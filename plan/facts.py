@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from plan.candidates import Availability, Candidate, candidates
+from plan.identity import cluster_identity, project_name
 from plan.profile import CloudProfile, ImageQuery
 from spec.cluster import ClusterSpec
 
@@ -26,6 +27,9 @@ class Lookups:
     # A Capacity Block stack naming no reservation: each candidate's capacity is the account's active block there,
     # and where it has none, the offering of a block of this many nodes; 0 = not such a stack.
     capacity_block_nodes: int = 0
+    # The cluster's identity (its `gpufleet:cluster` tag): where its instances run now, each candidate's capacity
+    # aside, is looked up by it; "" = not asked.
+    cluster: str = ""
 
     def __bool__(self) -> bool:
         return self.image is not None or self.account_id or bool(self.candidates)
@@ -50,9 +54,12 @@ def lookups(spec: ClusterSpec, cloud: CloudProfile) -> Lookups:
     return Lookups(image=image, instance_type=spec.instance_type if image else "", account_id=account)
 
 
-def capacity_lookups(spec: ClusterSpec) -> Lookups:
-    """The capacity of every candidate, the stack's own place first (its only one where it lists no `candidates`);
-    asked before the other look-ups, which then ask about the candidate chosen. A `capacityBlock` stack naming no
+def capacity_lookups(spec: ClusterSpec, stack: str, project: str | None = None) -> Lookups:
+    """The capacity of every candidate, the stack's own place first (its only one where it lists no `candidates`),
+    and which of them the cluster (its identity on this stack and `project`, default this one) runs on now; asked
+    before the other look-ups, which then ask about the candidate chosen. A `capacityBlock` stack naming no
     reservation has its capacity in the account's blocks: the one it runs in is the chosen candidate's."""
     block = spec.market.capacity_block and not spec.market.reservation_id
-    return Lookups(candidates=candidates(spec), capacity_block_nodes=spec.counts.max if block else 0)
+    identity = cluster_identity(spec.name or stack, project or project_name(), stack, spec.region)
+    return Lookups(candidates=candidates(spec), capacity_block_nodes=spec.counts.max if block else 0,
+                   cluster=identity)

@@ -15,6 +15,8 @@ import yaml
 from plan.paths import PROJECT_ROOT
 
 DIGEST_CHARS = 8
+# The tag every resource of a cluster carries, valued with its identity: what its instances are found by.
+CLUSTER_TAG = "gpufleet:cluster"
 
 
 @cache

@@ -14,7 +14,7 @@ from plan.fabric import plan_fabric
 from plan.facts import DeployFacts
 from plan.fallback import launch_types
 from plan.firewall import plan_firewall
-from plan.identity import cluster_identity, identity_digest, project_name
+from plan.identity import CLUSTER_TAG, cluster_identity, identity_digest, project_name
 from plan.lifecycle import plan_lifecycle
 from plan.model import (
     HEAD,
@@ -160,7 +160,7 @@ def plan(spec: ClusterSpec, stack: str, cloud: CloudProfile, facts: DeployFacts 
               rendezvous_port=spec.network.rendezvous_port, job_args=job_args(_job(spec, row)))
     firewall = plan_firewall(fabric.kind, spec.network.port_range, spec.network.rendezvous_port, METRICS_PORTS,
                              spec.network.ssh_cidrs, spec.network.allow_internet) + cloud.service_egress
-    tags = (("gpufleet:cluster", identity), ("gpufleet:stack", stack), ("managed-by", "gpufleet"),
+    tags = ((CLUSTER_TAG, identity), ("gpufleet:stack", stack), ("managed-by", "gpufleet"),
             *sorted(spec.tags.items()))
     lifecycle = plan_lifecycle(cloud.lifecycle, market, spec.autoscaling.standby)
     workers = cloud.worker_groups(scaling, market, placements)

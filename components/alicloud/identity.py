@@ -9,10 +9,10 @@ import pulumi
 import pulumi_alicloud as alicloud
 
 from clouds.alicloud import ALICLOUD
+from plan.identity import CLUSTER_TAG
 from plan.permissions import ANY, BUCKET, OBJECTS, OWN_GROUPS, OWN_INSTANCES, actions
 
 CALLS = ALICLOUD.node_calls  # what the nodes call, with the action each needs
-CLUSTER_TAG = "gpufleet:cluster"
 
 
 def node_policy(bucket_name: str, *, region: str, cluster: str, scaling_groups: Sequence[str] = ()) -> dict:

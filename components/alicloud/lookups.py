@@ -1,18 +1,21 @@
-"""What only the Alibaba Cloud account can say, asked at deploy time: the newest system image for `image: auto`, and
-whether each candidate's type has stock in its zone (docs/cloud-facts.md#capacity-look-ups)."""
+"""What only the Alibaba Cloud account can say, asked at deploy time: the newest system image for `image: auto`,
+whether each candidate's type has stock in its zone (docs/cloud-facts.md#capacity-look-ups), and where the cluster's
+instances run now (docs/cloud-facts.md#where-a-cluster-runs)."""
 
 from __future__ import annotations
 
 import pulumi_alicloud as alicloud
 
-from components.realizers.stock import sold_out
-from plan.candidates import Availability, Candidate
+from components.realizers.stock import runs_on, sold_out
+from plan.candidates import Availability, Candidate, running_on
 from plan.facts import DeployFacts, Lookups
+from plan.identity import CLUSTER_TAG
 from spec.errors import Problem, SpecError
 from spec.stackfile import CLUSTER_KEY
 
 IMAGES = "alicloud:ecs/getImages:getImages"
 TYPES = "alicloud:ecs/getInstanceTypes:getInstanceTypes"
+INSTANCES = "alicloud:ecs/getInstances:getInstances"
 
 
 def _types_stand_in(asked: dict) -> dict:
@@ -22,8 +25,16 @@ def _types_stand_in(asked: dict) -> dict:
     return {"id": "standin", "ids": [t["id"] for t in found], "instanceTypes": found}
 
 
+def _instances_stand_in(asked: dict) -> dict:
+    """A running instance per place the runs-on switch names."""
+    found = [{"id": f"i-standin{index}", "availabilityZone": zone, "instanceType": kind, "status": "Running"}
+             for index, (zone, kind) in enumerate(runs_on())]
+    return {"id": "standin", "ids": [i["id"] for i in found], "names": [], "instances": found, "totalCount": len(found)}
+
+
 # What the preview's mocks answer in place of the cloud (fleet/preview.py).
-STAND_INS = {IMAGES: {"images": [{"id": "ubuntu_22_04_x64_20G_alibase_standin.vhd"}]}, TYPES: _types_stand_in}
+STAND_INS = {IMAGES: {"images": [{"id": "ubuntu_22_04_x64_20G_alibase_standin.vhd"}]}, TYPES: _types_stand_in,
+             INSTANCES: _instances_stand_in}
 
 
 def _availability(candidate: Candidate) -> Availability:
@@ -55,6 +66,14 @@ def _image(wanted: Lookups) -> str:
     return found.images[0].id
 
 
+def _places(cluster: str) -> set[tuple[str, str]]:
+    """The zone and type of each of the cluster's instances, by its tag (the head, eRDMA workers and those ESS
+    launched carry it); the data source lists every status but released, each of which holds its place."""
+    found = alicloud.ecs.get_instances(tags={CLUSTER_TAG: cluster})
+    return {(instance.availability_zone, instance.instance_type) for instance in found.instances}
+
+
 def look_up(wanted: Lookups) -> DeployFacts:
-    return DeployFacts(image_id=_image(wanted) if wanted.image else None,
-                       capacity=tuple(_availability(candidate) for candidate in wanted.candidates))
+    capacity = tuple(_availability(candidate) for candidate in wanted.candidates)
+    places = _places(wanted.cluster) if wanted.cluster and capacity else set()
+    return DeployFacts(image_id=_image(wanted) if wanted.image else None, capacity=running_on(capacity, places))

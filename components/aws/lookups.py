@@ -1,18 +1,21 @@
 """What only the AWS account can say, asked at deploy time: whether each candidate's type is offered in its zone
 (docs/cloud-facts.md#capacity-look-ups), and for a `capacityBlock` stack naming no reservation, the account's active
-Capacity Block there or, where it has none, the block on offer (docs/cloud-facts.md#aws-capacity-block-look-up)."""
+Capacity Block there or, where it has none, the block on offer (docs/cloud-facts.md#aws-capacity-block-look-up); and
+on which candidates the cluster's instances run now (docs/cloud-facts.md#where-a-cluster-runs)."""
 
 from __future__ import annotations
 
 import pulumi_aws as aws
 
-from components.realizers.stock import sold_out
-from plan.candidates import Availability, Candidate
+from components.realizers.stock import runs_on, sold_out
+from plan.candidates import Availability, Candidate, running_on
 from plan.facts import DeployFacts, Lookups
+from plan.identity import CLUSTER_TAG
 
 BLOCK = "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation"
 OFFERING = "aws:ec2/getCapacityBlockOffering:getCapacityBlockOffering"
 OFFERINGS = "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings"
+INSTANCES = "aws:ec2/getInstances:getInstances"
 CAPACITY_BLOCK = "capacity-block"
 ZONE = "availability-zone"
 # The block asked for where the account has none: the shortest, a day (docs/cloud-facts.md#aws-capacity-block-look-up).
@@ -20,6 +23,9 @@ BLOCK_HOURS = 24
 # Both block data sources fail the invoke on no match, with the provider's empty-result error (its words).
 EMPTY = "empty result"
 STAND_IN_BLOCK = "cr-00000000000000000"  # the stand-in block's id: well-formed, nobody's
+# The states of an instance that holds its place: all but shutting-down and terminated
+# (docs/cloud-facts.md#where-a-cluster-runs).
+HOLDING = ["pending", "running", "stopping", "stopped"]
 
 
 def _offerings_stand_in(asked: dict) -> dict:
@@ -52,8 +58,17 @@ def _offering_stand_in(asked: dict) -> dict | tuple[dict, list]:
             "currencyCode": "USD", "tenancy": "default"}
 
 
+def _instances_stand_in(asked: dict) -> dict:
+    """An instance id per place the runs-on switch names that the asked type and zone match."""
+    filters = {f["name"]: f["values"] for f in asked.get("filters", [])}
+    found = [f"i-{index:017x}" for index, (zone, kind) in enumerate(runs_on())
+             if kind in filters.get("instance-type", []) and zone in filters.get(ZONE, [])]
+    return {"id": "standin", "ids": found, "privateIps": [], "publicIps": [], "ipv6Addresses": []}
+
+
 # What the preview's mocks answer in place of the cloud (fleet/preview.py).
-STAND_INS = {BLOCK: _block_stand_in, OFFERING: _offering_stand_in, OFFERINGS: _offerings_stand_in}
+STAND_INS = {BLOCK: _block_stand_in, OFFERING: _offering_stand_in, OFFERINGS: _offerings_stand_in,
+             INSTANCES: _instances_stand_in}
 
 
 def _on_offer(candidate: Candidate, nodes: int) -> str:
@@ -105,7 +120,19 @@ def _availability(candidate: Candidate) -> Availability:
     return Availability(candidate, False, f"EC2 does not offer {candidate.instance_type} in {candidate.zone}")
 
 
+def _runs_on(candidate: Candidate, cluster: str) -> bool:
+    """Whether the cluster has an instance of the candidate's type in its zone that holds its place: the instances
+    EC2 lists by the cluster's tag (the head and every worker its groups launched carry it)."""
+    found = aws.ec2.get_instances(instance_tags={CLUSTER_TAG: cluster}, instance_state_names=HOLDING, filters=[
+        {"name": "instance-type", "values": [candidate.instance_type]},
+        {"name": ZONE, "values": [candidate.zone]},
+    ])
+    return bool(found.ids)
+
+
 def look_up(wanted: Lookups) -> DeployFacts:
     nodes = wanted.capacity_block_nodes
-    return DeployFacts(capacity=tuple(_block_availability(candidate, nodes) if nodes else _availability(candidate)
-                                      for candidate in wanted.candidates))
+    capacity = tuple(_block_availability(candidate, nodes) if nodes else _availability(candidate)
+                     for candidate in wanted.candidates)
+    places = {(c.zone, c.instance_type) for c in wanted.candidates if wanted.cluster and _runs_on(c, wanted.cluster)}
+    return DeployFacts(capacity=running_on(capacity, places))

@@ -36,10 +36,11 @@ def _answers(cloud: str, wanted: Lookups) -> DeployFacts:
     return module.look_up(wanted) if module else DeployFacts()
 
 
-def look_up(spec: ClusterSpec) -> tuple[ClusterSpec, DeployFacts]:
-    """The spec on its first candidate with capacity (the stack's own place is the first, and the only one where it
-    lists no others), and the deploy-time facts that spec needs, from the cloud's own data sources."""
-    capacity = _answers(spec.cloud, capacity_lookups(spec)).capacity
+def look_up(spec: ClusterSpec, stack: str, project: str | None = None) -> tuple[ClusterSpec, DeployFacts]:
+    """The spec on the candidate the cluster of this stack (and Pulumi `project`, default this one) runs on, or for
+    a cluster that runs on none, its first candidate with capacity (the stack's own place is the first, and the only
+    one where it lists no others); and the deploy-time facts that spec needs, from the cloud's own data sources."""
+    capacity = _answers(spec.cloud, capacity_lookups(spec, stack, project)).capacity
     reservation = None
     if capacity:
         spec, chosen = choose(spec, capacity)

@@ -1,17 +1,29 @@
-"""The switch for a stock-out: candidates named in GPUFLEET_SOLD_OUT are sold out to every stand-in look-up of the
-preview (components/<cloud>/lookups.py) and to the local cloud's own (components/local/lookups.py), so a drill or a
-test can make the first candidate fail without a cloud.
+"""The switches the preview's stand-in look-ups answer by (components/<cloud>/lookups.py), so a drill or a test can
+make a candidate sold out, or say the cluster already runs somewhere, without a cloud.
 
-The value is a comma-separated list of `<zone>/<instance type>` or `<instance type>` (sold out in every zone)."""
+GPUFLEET_SOLD_OUT: candidates sold out to every stand-in capacity look-up and to the local cloud's own
+(components/local/lookups.py); a comma-separated list of `<zone>/<instance type>` or `<instance type>` (sold out in
+every zone). GPUFLEET_RUNS_ON: where the cluster's instances run now, as the stand-ins of the clouds' instance look-ups
+answer; a comma-separated list of `<zone>/<instance type>`, one instance each."""
 
 from __future__ import annotations
 
 import os
 
 SOLD_OUT = "GPUFLEET_SOLD_OUT"
+RUNS_ON = "GPUFLEET_RUNS_ON"
+
+
+def _named(switch: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(switch, "").split(",") if item.strip()]
 
 
 def sold_out(zone: str, instance_type: str) -> bool:
     """Whether the switch makes this type sold out in this zone."""
-    named = {item.strip() for item in os.environ.get(SOLD_OUT, "").split(",") if item.strip()}
+    named = set(_named(SOLD_OUT))
     return instance_type in named or f"{zone}/{instance_type}" in named
+
+
+def runs_on() -> list[tuple[str, str]]:
+    """The (zone, instance type) of each instance the switch says the cluster runs now; [] where it says none."""
+    return [(zone, kind) for zone, _, kind in (item.partition("/") for item in _named(RUNS_ON))]

@@ -8,10 +8,10 @@ import pulumi
 import tencentcloud_iac_pulumi as tencentcloud
 
 from clouds.tencentcloud import TENCENTCLOUD
+from plan.identity import CLUSTER_TAG
 from plan.permissions import ANY, BUCKET, OBJECTS, OWN_GROUPS, actions
 
 CALLS = TENCENTCLOUD.node_calls  # what the nodes call, with the action each needs
-CLUSTER_TAG = "gpufleet:cluster"
 
 
 def node_policy(bucket_name: str, account_id: str | None, region: str, cluster: str, *,

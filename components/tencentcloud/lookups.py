@@ -1,21 +1,27 @@
 """What only the Tencent Cloud account can say, asked at deploy time: the newest public image for `image: auto` and
 the account's APPID, which the default COS bucket's name ends in; and whether each candidate's type is on sale in its
-zone (docs/cloud-facts.md#capacity-look-ups)."""
+zone (docs/cloud-facts.md#capacity-look-ups), and where the cluster's instances run now
+(docs/cloud-facts.md#where-a-cluster-runs)."""
 
 from __future__ import annotations
 
 import tencentcloud_iac_pulumi as tencentcloud
 
-from components.realizers.stock import sold_out
-from plan.candidates import Availability, Candidate
+from components.realizers.stock import runs_on, sold_out
+from plan.candidates import Availability, Candidate, running_on
 from plan.facts import DeployFacts, Lookups
+from plan.identity import CLUSTER_TAG
 from spec.errors import Problem, SpecError
 from spec.stackfile import CLUSTER_KEY
 
 IMAGES = "tencentcloud:Images/getInstance:getInstance"
 USER = "tencentcloud:User/getInfo:getInfo"
 TYPES = "tencentcloud:Instance/getTypes:getTypes"
+INSTANCES = "tencentcloud:Instances/getInstance:getInstance"
 ON_SALE = "SELL"  # a zone instance config's status: SELL or SOLD_OUT
+# An instance's states that no longer hold its place: failed to launch, to be terminated, terminating
+# (docs/cloud-facts.md#where-a-cluster-runs).
+GONE = frozenset({"LAUNCH_FAILED", "SHUTDOWN", "TERMINATING"})
 
 
 def _types_stand_in(asked: dict) -> dict:
@@ -26,8 +32,16 @@ def _types_stand_in(asked: dict) -> dict:
     return {"id": "standin", "instanceTypes": rows}
 
 
+def _instances_stand_in(asked: dict) -> dict:
+    """A running instance per place the runs-on switch names."""
+    return {"id": "standin", "instanceLists": [
+        {"instanceId": f"ins-standin{index}", "availabilityZone": zone, "instanceType": kind, "status": "RUNNING"}
+        for index, (zone, kind) in enumerate(runs_on())]}
+
+
 # What the preview's mocks answer in place of the cloud (fleet/preview.py); 1250000000 is COS's documented example.
-STAND_INS = {IMAGES: {"images": [{"imageId": "img-standin0"}]}, USER: {"appId": "1250000000"}, TYPES: _types_stand_in}
+STAND_INS = {IMAGES: {"images": [{"imageId": "img-standin0"}]}, USER: {"appId": "1250000000"}, TYPES: _types_stand_in,
+             INSTANCES: _instances_stand_in}
 
 
 def _availability(candidate: Candidate) -> Availability:
@@ -57,7 +71,16 @@ def _image(wanted: Lookups) -> str:
     return found.images[0].image_id
 
 
+def _places(cluster: str) -> set[tuple[str, str]]:
+    """The zone and type of each of the cluster's instances that holds its place, by its tag (the head, HCC workers
+    and those AS launched carry it)."""
+    found = tencentcloud.instances.get_instance(tags={CLUSTER_TAG: cluster})
+    return {(row.availability_zone, row.instance_type) for row in found.instance_lists if row.status not in GONE}
+
+
 def look_up(wanted: Lookups) -> DeployFacts:
+    capacity = tuple(_availability(candidate) for candidate in wanted.candidates)
+    places = _places(wanted.cluster) if wanted.cluster and capacity else set()
     return DeployFacts(image_id=_image(wanted) if wanted.image else None,
                        account_id=tencentcloud.user.get_info().app_id if wanted.account_id else None,
-                       capacity=tuple(_availability(candidate) for candidate in wanted.candidates))
+                       capacity=running_on(capacity, places))

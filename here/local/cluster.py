@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from components.local import lookups as places
 from here.local import cloudconfig, firewall, host, instances, network, processes, progress, rollout
 from here.local import state as statefile
 from here.local.errors import EXIT_USAGE, LocalError
@@ -170,6 +171,7 @@ def up(plan: ClusterPlan, opts: Options, report: Reporter) -> dict:
         metadata = processes.start_metadata(lay, namespaced, run.metadata_address)
         st.processes["metadata"] = metadata.pid
         report.phase("nodes: booting from user-data (gate, then torchrun)")
+        places.record(plan.identity, plan.zone, plan.instance.name)  # the next `up` keeps this place
         procs = {node.name: _boot(run, node) for node in lay.nodes}
         st.phase = "running"
         _save(run)
@@ -187,6 +189,7 @@ def up(plan: ClusterPlan, opts: Options, report: Reporter) -> dict:
             for namespace in reversed(st.namespaces):
                 network.delete(namespace)
             st.namespaces.clear()
+            places.forget(plan.identity)
         _save(run)
 
 
@@ -344,6 +347,7 @@ def down(plan: ClusterPlan, keep_bucket: bool = False) -> list[str]:
     for namespace in sorted(present):
         network.delete(namespace)
     removed = [f"namespace {ns}" for ns in sorted(present)]
+    places.forget(plan.identity)
     kept = {lay.bucket} if keep_bucket else set()
     if lay.directory.exists():
         try:

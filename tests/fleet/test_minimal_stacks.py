@@ -22,13 +22,19 @@ TYPES = [(cloud, name) for cloud in CLOUDS for name in catalog.type_names(cloud)
 STAND_IN_APPID = "1250000000"
 # The capacity look-up every stack makes of its own place (docs/cloud-facts.md#capacity-look-ups), per cloud.
 CAPACITY = {"aws": aws_lookups.OFFERINGS, "alicloud": alicloud_lookups.TYPES, "tencentcloud": tencent_lookups.TYPES}
+# And where the cluster's instances run now, by its tag (docs/cloud-facts.md#where-a-cluster-runs).
+RUNNING = {"aws": aws_lookups.INSTANCES, "alicloud": alicloud_lookups.INSTANCES,
+           "tencentcloud": tencent_lookups.INSTANCES}
 
 
 def account_invokes(preview, cloud: str) -> list[dict]:
-    """The look-ups besides the capacity one, which is asked once, of the stack's own zone and type."""
+    """The look-ups besides the capacity ones, each asked once: of the stack's own zone and type, and of the
+    cluster's instances by its identity."""
     capacity = [i for i in preview.invokes if i["token"] == CAPACITY[cloud]]
     assert len(capacity) == 1 and preview.plan.instance.name in json.dumps(capacity[0]["args"])
-    return [i for i in preview.invokes if i["token"] != CAPACITY[cloud]]
+    running = [i for i in preview.invokes if i["token"] == RUNNING[cloud]]
+    assert len(running) == 1 and preview.plan.identity in json.dumps(running[0]["args"])
+    return [i for i in preview.invokes if i["token"] not in (CAPACITY[cloud], RUNNING[cloud])]
 
 
 @pytest.fixture
