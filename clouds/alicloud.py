@@ -39,7 +39,7 @@ from plan.profile import (
     ImageQuery,
     default_endpoint,
 )
-from plan.rollout import GROUP_REPLACE, REPLACE
+from plan.rollout import FLEET_ROLL, GROUP_REPLACE, REPLACE
 from plan.workers import mixed_group, per_market
 from spec.clouds import REGION_KEYS
 from spec.errors import Problem
@@ -199,9 +199,12 @@ ALICLOUD = CloudProfile(
     placement=placement,
     worker_groups=worker_groups,
     # ECS instances are replaced when their user-data changes (Pulumi replaceOnChanges: the provider updates it in
-    # place, which re-runs no bootstrap); the ESS group is replaced whole, since ESS's instance refresh takes no
-    # cost-optimised group nor a scaling configuration (docs/cloud-facts.md#rollout-alibaba).
-    rollout=MappingProxyType({INSTANCES: REPLACE, SCALING_GROUP: GROUP_REPLACE}),
+    # place, which re-runs no bootstrap), the fixed workers one at a time by `fleet roll`; the ESS group is replaced
+    # whole, since ESS's instance refresh takes no cost-optimised group nor a scaling configuration
+    # (docs/cloud-facts.md#rollout-alibaba).
+    rollout=MappingProxyType({HEAD: REPLACE, INSTANCES: FLEET_ROLL, SCALING_GROUP: GROUP_REPLACE}),
+    # A released instance reads as gone (docs/cloud-facts.md#heal-instance-states).
+    dead_states=frozenset({"Stopping", "Stopped"}),
     rules=(erdma_fixed_size,),
     hub_mirror_advice=hub_mirror_advice,
 )

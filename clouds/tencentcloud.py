@@ -19,6 +19,7 @@ from plan import catalog
 from plan.catalog import InstanceType
 from plan.limits import ON_CLOUDS, CloudLimits, TagRules
 from plan.model import (
+    HEAD,
     INSTANCES,
     ROLES,
     SCALING_GROUP,
@@ -40,7 +41,7 @@ from plan.profile import (
     CloudProfile,
     ImageQuery,
 )
-from plan.rollout import REPLACE, RESET_REFRESH
+from plan.rollout import FLEET_ROLL, REPLACE, RESET_REFRESH
 from plan.workers import per_market
 from spec.clouds import REGION_KEYS
 from spec.errors import Problem
@@ -226,10 +227,12 @@ TENCENTCLOUD = CloudProfile(
     account_in_bucket=True,
     placement=placement,
     worker_groups=worker_groups,
-    # CVM instances are replaced when their user-data changes (the provider's user_data_replace_on_change); an AS
-    # group's instance refresh reinstalls its workers one at a time from the new configuration
-    # (docs/cloud-facts.md#rollout-tencent).
-    rollout=MappingProxyType({INSTANCES: REPLACE, SCALING_GROUP: RESET_REFRESH}),
+    # CVM instances are replaced when their user-data changes (the provider's user_data_replace_on_change), the fixed
+    # workers one at a time by `fleet roll`; an AS group's instance refresh reinstalls its workers one at a time from
+    # the new configuration (docs/cloud-facts.md#rollout-tencent).
+    rollout=MappingProxyType({HEAD: REPLACE, INSTANCES: FLEET_ROLL, SCALING_GROUP: RESET_REFRESH}),
+    # A released or LAUNCH_FAILED instance reads as gone (docs/cloud-facts.md#heal-instance-states).
+    dead_states=frozenset({"STOPPING", "STOPPED", "SHUTDOWN", "TERMINATING"}),
     rules=(international_spot, spot_price, hcc, bucket_name),
     service_egress=SERVICE_EGRESS,
     registry_mirror="https://mirror.ccs.tencentyun.com",  # docs/cloud-facts.md#tencent-registry-mirror

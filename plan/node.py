@@ -102,6 +102,9 @@ class NodePlan:
     permanent_failures: tuple[str, ...]
     failure_budget: int
     failure_uri: str
+    # Where a node outside any group writes its mark (plan/heal.py: in service, or failed and why), under its instance
+    # id, for `fleet heal` and `fleet roll`; "" for nodes a group replaces and for the local cluster.
+    marks_uri: str
     node_exporter_port: int
     dcgm_exporter_port: int
     prometheus_port: int  # head only

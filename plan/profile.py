@@ -143,6 +143,9 @@ class CloudProfile:
     # SCALING_GROUP; HEAD where the head differs from INSTANCES): plan/rollout.py; empty where no nodes
     # are made.
     rollout: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # The cloud's instance states (as its describe call and the provider's refresh report them) of a node that no longer
+    # runs and will not by itself: `fleet heal` replaces such a node where no group does (plan/heal.py).
+    dead_states: frozenset[str] = frozenset()
     nat_egress: bool = True  # nodes leave through a NAT gateway (the local cluster has none)
     # Egress the cloud's own services need where its security groups deny what no rule allows (DNS, NTP).
     service_egress: tuple[FirewallRule, ...] = ()
