@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from plan.catalog import InstanceType
+from plan.heal import node_marks
 from plan.health import plan_health
 from plan.matrix import image_matrix
 from plan.model import HEAD, WORKER, FabricPlan, LifecyclePlan, MarketPlan, NetworkPlan, StoragePlan
 from plan.node import NodePlan, SoftwarePlan
 from plan.profile import CloudProfile
-from plan.heal import node_marks
 from plan.software import FAILURE_BUDGET, PERMANENT_FAILURES, TORCH, failure_records
 from spec.cluster import ClusterSpec
 

@@ -9,8 +9,8 @@ import pytest
 from fleet.preview import run_program
 from plan import planner
 from plan.bundle import bundle_sha256
-from plan.paths import PROJECT_ROOT
 from plan.model import INSTANCES, WORKER
+from plan.paths import PROJECT_ROOT
 from plan.rollout import FLEET_ROLL, GROUP_REPLACE, REFRESH, REPLACE, REPLACED_BY_UP, RESET_REFRESH
 from spec.stackfile import load_stack_file
 
