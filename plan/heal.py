@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from plan.model import HEAD, INSTANCES, WORKER
 from plan.rollout import FLEET_ROLL, RolloutPlan
+from plan.software import failure_records
 
 # A node's mark, the whole content of its object under node_marks(): it passed its gate; it failed it (and asks for
 # a replacement); it failed it for a permanent reason past the failure budget (and stays: a new node would fail too).
@@ -24,8 +25,9 @@ OVER_BUDGET = "stopped:"
 
 
 def node_marks(checkpoint_uri: str) -> str:
-    """Where the nodes outside groups write their marks: beside the checkpoints, one object per instance id."""
-    return checkpoint_uri.rsplit("/", 1)[0] + "/nodes"
+    """Where the nodes outside groups write their marks: beside the failure records (gpufleet-mark finds the folder
+    from GF_FAILURE_URI, user-data having no room for another setting), one object per instance id."""
+    return failure_records(checkpoint_uri).rsplit("/", 1)[0] + "/nodes"
 
 
 @dataclass(frozen=True)

@@ -99,12 +99,10 @@ class NodePlan:
     software: SoftwarePlan  # the image's software matrix (gpufleet-driver holds the node to it)
     # Failure budget: gate failures with these reason prefixes are permanent (no replacement fixes them); once more
     # than `failure_budget` nodes recorded the same one under `failure_uri`, a failing node stops asking for a new one.
+    # A node outside any group also writes its mark beside that folder (plan/heal.py node_marks; gpufleet-mark).
     permanent_failures: tuple[str, ...]
     failure_budget: int
     failure_uri: str
-    # Where a node outside any group writes its mark (plan/heal.py: in service, or failed and why), under its instance
-    # id, for `fleet heal` and `fleet roll`; "" for nodes a group replaces and for the local cluster.
-    marks_uri: str
     node_exporter_port: int
     dcgm_exporter_port: int
     prometheus_port: int  # head only

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from plan.catalog import InstanceType
-from plan.heal import node_marks
 from plan.health import plan_health
 from plan.matrix import image_matrix
 from plan.model import HEAD, WORKER, FabricPlan, LifecyclePlan, MarketPlan, NetworkPlan, StoragePlan
@@ -101,7 +100,6 @@ def plan_node(spec: ClusterSpec, cloud: CloudProfile, row: InstanceType, role: s
         metadata_url=cloud.metadata_url, imds_token_url=cloud.imds_token_url,
         imds_token_header=cloud.imds_token_header, software=software, permanent_failures=PERMANENT_FAILURES,
         failure_budget=FAILURE_BUDGET, failure_uri=failure_records(storage.checkpoint_uri),
-        marks_uri="" if in_scaling_group or cloud.runs_here else node_marks(storage.checkpoint_uri),
         node_exporter_port=METRICS_PORTS[0], dcgm_exporter_port=METRICS_PORTS[1], prometheus_port=PROMETHEUS_PORT,
         grafana_port=GRAFANA_PORT, dcgm_exporter_image=IMAGES["dcgm_exporter"],
         prometheus_image=IMAGES["prometheus"], grafana_image=IMAGES["grafana"],

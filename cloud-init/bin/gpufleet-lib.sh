@@ -104,16 +104,6 @@ s3_compatible_copy() { # SRC DST RECURSIVE ENDPOINT KEY SECRET TOKEN
   )
 }
 
-mark_node() { # MARK: this node's mark in the bucket under its instance id, where no group replaces it (GF_MARKS_URI is
-  # set): `fleet heal` replaces a node marked failed, `fleet roll` waits for a new node's in-service (plan/heal.py)
-  [ -n "$GF_MARKS_URI" ] || return 0
-  local id dir="$RUN/mark"
-  id="$(meta "$GF_METADATA_URL/instance-id")" || { log "no instance id: mark $1 not written"; return 1; }
-  rm -rf "$dir" && mkdir -p "$dir"
-  printf '%s\n' "$1" > "$dir/$id"
-  "$BIN/gpufleet-store" push "$dir" "$GF_MARKS_URI" || { log "could not write mark $1"; return 1; }
-}
-
 node_id() { # this node's id for the job's run folders and the failure record, kept in its state directory
   [ -s "$STATE/node-id" ] || cat /proc/sys/kernel/random/uuid > "$STATE/node-id"
   cat "$STATE/node-id"

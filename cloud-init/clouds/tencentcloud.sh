@@ -29,11 +29,10 @@ api() { # cvm|as ACTION 'JSON': Tencent Cloud's API (tencentcloud_api.py) signed
     cloud_api "$@"
 }
 
-cloud_mark_unhealthy() { # REASON (in the health metric and the mark): the AS group replaces what it no longer holds
+cloud_mark_unhealthy() { # REASON (kept in the health metric): the AS group replaces what it no longer holds
   local id group
   if [ "$GF_IN_SCALING_GROUP" != 1 ]; then
-    log "an instance the stack declares, in no AS group: marked in the bucket; \`fleet heal\` replaces it" \
-      "(docs/cloud-facts.md#rollout-replacement)"
+    log "in no AS group: \`fleet heal\` replaces it (docs/cloud-facts.md#rollout-replacement)"
     return 0
   fi
   id="$(meta "$GF_METADATA_URL/instance-id")"

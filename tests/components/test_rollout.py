@@ -94,7 +94,7 @@ def test_a_new_bundle_rolls_every_node_as_the_plan_says(stack, monkeypatch):
     # Fixed workers outside AWS are rolled one at a time by `fleet roll`, and the preview says so.
     fixed = [r for r in plan.rollout if r.role == WORKER and r.form == INSTANCES]
     assert all(r.mechanism == FLEET_ROLL and "`fleet roll`" in r.how for r in fixed)
-    assert bool(fixed) == stack in ("ali-erdma", "tencent-hcc")
+    assert bool(fixed) == (stack in ("ali-erdma", "tencent-hcc"))
     head = new[f"{stack}-head"]["options"]
     assert head.get("deleteBeforeReplace") is True, "the head holds the fixed address: it goes first"
 
