@@ -60,3 +60,19 @@ def test_a_group_node_or_a_local_node_marks_nothing(local_node, metadata, tmp_pa
     root, _, env, _ = _node(local_node, metadata, tmp_path, "aws", **settings)
     assert run([root / "opt/gpufleet/bin/gpufleet-mark", "in-service"], root, env).returncode == 0
     assert not (tmp_path / "bucket/cluster/nodes").exists()
+
+
+RECORDER = """#!/usr/bin/env bash
+printf '%s\\n' "$*" >> "$GPUFLEET_TEST/marks"
+"""
+
+
+@pytest.mark.parametrize(("settings", "marks"), [({}, ["in-service"]), ({"gpus": 8}, ["failed:gpus:0/8"])])
+def test_the_gate_marks_its_outcome(local_node, tmp_path, settings, marks):  # noqa: F811
+    """The gate's own steps call gpufleet-mark (a recorder here): in service once its last step passed, failed with
+    the reason otherwise (the local node's gate: no GPU unless the plan promises some)."""
+    root, entry, env, _ = local_node(**settings)
+    (root / "opt/gpufleet/bin/gpufleet-mark").write_text(RECORDER)
+    result = run([entry, "gate"], root, env)
+    assert result.returncode == (0 if marks == ["in-service"] else 1), result.stderr
+    assert (tmp_path / "test/marks").read_text().splitlines() == marks
