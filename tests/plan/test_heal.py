@@ -1,7 +1,7 @@
 """`fleet heal`'s decision, per cloud, on the shipped stacks' plans: a failed or dead node outside a group is
 replaced (the head last), a group's workers are left to their group, a permanent failure past the failure budget is
-refused with the reason. Instance states are each cloud's own words, written from docs/cloud-facts.md#heal-instance-
-states, not read from the profiles."""
+refused with the reason. Instance states are each cloud's own words, written from
+docs/cloud-facts.md#heal-instance-states, not read from the profiles."""
 
 from __future__ import annotations
 
