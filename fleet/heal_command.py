@@ -63,8 +63,11 @@ def run_heal(args) -> int:
     pulumi, spec, plan, cloud = found
     try:
         before = node_resources(pulumi.export(), spec.cloud)
-        if before:
-            pulumi.refresh(r["urn"] for r in before)
+        if not before:
+            print(f"{pulumi.stack} holds no node instance: nothing to heal (an instance an earlier refresh dropped "
+                  "from the state is made anew by `fleet roll` or `pulumi up`)")
+            return 0
+        pulumi.refresh(r["urn"] for r in before)
         after = pulumi.export()
         seen = nodes_seen(before, after, spec.cloud, _reader(spec, after))
         decision = decide_heal(plan.rollout, seen, cloud.dead_states, budget=FAILURE_BUDGET,

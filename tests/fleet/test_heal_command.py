@@ -168,6 +168,13 @@ def test_a_stack_whose_workers_are_in_groups_rolls_in_one_up(cloud):
     assert ups(calls) == [[]], "a plain `pulumi up`: the group refreshes its own workers"
 
 
+def test_heal_of_a_stack_without_node_instances_touches_nothing(cloud, capsys):
+    calls = cloud([{"resources": []}], {})
+    assert main(["heal", "--stack", "ali-spot"]) == 0
+    assert [argv[:2] for argv in calls()] == [["stack", "export"]], "no refresh, no up"
+    assert "nothing to heal" in capsys.readouterr().out
+
+
 def test_the_local_cluster_is_fleet_ups(capsys):
     assert main(["heal", "--stack", "local"]) == 2
     assert main(["roll", "--stack", "local"]) == 2
