@@ -149,7 +149,7 @@ def test_roll_stops_at_a_worker_that_failed_its_gate(cloud, capsys):
     first = state(stack, {w[0]: ("i-0", "x"), w[1]: ("i-1", "x")})
     one = state(stack, {w[0]: ("i-0b", "x"), w[1]: ("i-1", "x")})
     calls = cloud([first, one], {"i-0b": "failed:gpus:7/8"})
-    assert main(["roll", "--stack", stack]) == 1
+    assert main(["roll", "--stack", stack, "--timeout", "2"]) == 1
     assert len(ups(calls)) == 2, "the second worker stays in the job"
     assert "failed its gate (failed:gpus:7/8)" in capsys.readouterr().err
 
