@@ -8,8 +8,11 @@ roll: `pulumi up` on everything but the fixed workers, then each fixed worker by
 user-data's replace rule fires there), waiting until the new node's mark says it passed its gate before the next
 goes: a code change reaches Alibaba's and Tencent's fixed workers one at a time (plan/rollout.py FLEET_ROLL).
 
-Exit 0 done, 1 a node refused (past the failure budget), a roll that stopped or a Pulumi step that failed, 2 a bad
-stack or the local cluster (`fleet up` owns its nodes)."""
+On the local cluster heal boots a worker whose machine ended anew (the running `fleet up` does, as for `fleet drill
+rejoin`); the head, which holds the job, is not replaced; `fleet up` again rolls local nodes, so roll refuses it.
+
+Exit 0 done, 1 a node refused (past the failure budget, or the local head) or a roll that stopped or a Pulumi step
+that failed, 2 a bad stack, a local cluster that is not running, or roll on the local cluster."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from fleet.node_marks import marks_reader, s3_client
 from fleet.stack_nodes import Pulumi, PulumiFailed, node_resources, nodes_seen, stack_output
 from fleet.stacks import resolve, spec_and_plan
 from here.local.errors import EXIT_FAILED, EXIT_USAGE
-from plan.heal import FAILED, IN_SERVICE, OVER_BUDGET, decide_heal, node_marks, roll_order
+from plan.heal import FAILED, IN_SERVICE, OVER_BUDGET, NodeSeen, decide_heal, node_marks, roll_order
 from plan.software import FAILURE_BUDGET, PERMANENT_FAILURES
 
 POLL_S = 30
@@ -39,14 +42,13 @@ def register(subparsers) -> None:
     roll.set_defaults(run=run_roll)
 
 
-def _stack(args):
-    """The stack, its plan and its cloud's profile; None (said) for the local cluster."""
+def _stack(args, local_ok: bool = False):
+    """The stack, its plan and its cloud's profile; None (said) for the local cluster unless `local_ok`."""
     stack_file = resolve(args.stack, args.stack_file)
     spec, plan = spec_and_plan(stack_file)
     cloud = CLOUDS[spec.cloud]
-    if cloud.runs_here:
-        print(f"fleet: {stack_file.name} runs on this machine: `fleet up` owns its nodes, rolls them and sees them "
-              "fail.", file=sys.stderr)
+    if cloud.runs_here and not local_ok:
+        print(f"fleet: {stack_file.name} runs on this machine: `fleet up` again rolls its nodes.", file=sys.stderr)
         return None
     return Pulumi(stack_file.name), spec, plan, cloud
 
@@ -57,10 +59,9 @@ def _reader(spec, deployment):
 
 
 def run_heal(args) -> int:
-    found = _stack(args)
-    if found is None:
-        return EXIT_USAGE
-    pulumi, spec, plan, cloud = found
+    pulumi, spec, plan, cloud = _stack(args, local_ok=True)
+    if cloud.runs_here:
+        return _heal_here(plan, cloud)
     try:
         before = node_resources(pulumi.export(), spec.cloud)
         if not before:
@@ -85,6 +86,31 @@ def run_heal(args) -> int:
         return EXIT_FAILED
     if not decision.replace and not decision.refused:
         print(f"all {len(seen)} node(s) outside groups are running and none is marked failed")
+    return EXIT_FAILED if decision.refused else 0
+
+
+def _heal_here(plan, cloud) -> int:
+    """The local cluster: a node whose machine ended is dead; a worker's is booted anew by the `fleet up` that owns
+    the cluster (as `fleet drill rejoin` asks), and joins the running job."""
+    from here.local import cluster
+    from here.local.errors import LocalError
+    from here.local.layout import layout
+
+    try:
+        running = cluster.machines(plan)
+    except LocalError as error:
+        print(f"fleet: {error}", file=sys.stderr)
+        return error.code
+    roles = {node.name: node.role for node in layout(plan).nodes}
+    seen = [NodeSeen(name, name, roles[name], name, "running" if up else "ended", None) for name, up in running.items()]
+    decision = decide_heal(plan.rollout, seen, cloud.dead_states, budget=FAILURE_BUDGET, permanent=PERMANENT_FAILURES)
+    for node, why in decision.refused:
+        print(f"fleet: {node.name} is not replaced: {why}", file=sys.stderr)
+    for replacement in decision.replace:
+        cluster.rejoin_node(plan, replacement.node.name)
+        print(f"replacing {replacement.node.name}: {replacement.why}; the cluster's `fleet up` boots it anew")
+    if not decision.replace and not decision.refused:
+        print(f"all {len(seen)} local nodes run")
     return EXIT_FAILED if decision.refused else 0
 
 

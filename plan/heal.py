@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from plan.model import HEAD, INSTANCES, WORKER
-from plan.rollout import FLEET_ROLL, RolloutPlan
+from plan.rollout import FLEET_ROLL, HOLD, RolloutPlan
 from plan.software import failure_records
 
 # A node's mark, the whole content of its object under node_marks(): it passed its gate; it failed it (and asks for
@@ -77,9 +77,11 @@ def decide_heal(rollout: Iterable[RolloutPlan], nodes: Iterable[NodeSeen], dead_
                 budget: int, permanent: Collection[str]) -> HealPlan:
     """Replace each node that is dead (gone, or in one of the cloud's `dead_states`) or marked failed; refuse a node
     failed for a permanent reason once more than `budget` nodes carry that reason (its own node-side count, the
-    OVER_BUDGET mark, or the marks seen here): a new node boots the same image and fails the same way. Workers in a
-    scaling group are never seen here: their group replaces them, and the plan names those sets."""
-    nodes = tuple(nodes)
+    OVER_BUDGET mark, or the marks seen here): a new node boots the same image and fails the same way; refuse a dead
+    node the plan holds (the local head: HOLD). Workers in a scaling group are never seen here: their group replaces
+    them, and the plan names those sets."""
+    nodes, rollout = tuple(nodes), tuple(rollout)
+    held = {r.role for r in rollout if r.mechanism == HOLD}
     seen = Counter(reason for n in nodes if n.mark and n.mark.startswith(FAILED)
                    and (reason := permanent_reason(n.mark, permanent)))
     replace: list[Replacement] = []
@@ -88,7 +90,10 @@ def decide_heal(rollout: Iterable[RolloutPlan], nodes: Iterable[NodeSeen], dead_
         dead = _dead(node, dead_states)
         mark = node.mark or ""
         reason = permanent_reason(mark, permanent) if mark.startswith((FAILED, OVER_BUDGET)) else None
-        if dead:
+        if dead and node.role in held:
+            refused.append((node, f"{dead}, and it hosts the running job's rendezvous and decides its end: no "
+                                  "replacement joins that job; bring the cluster up again"))
+        elif dead:
             replace.append(Replacement(node, dead, node.state is None))
         elif mark.startswith(OVER_BUDGET):
             refused.append((node, f"more than {budget} nodes failed with {reason or mark.removeprefix(OVER_BUDGET)}"

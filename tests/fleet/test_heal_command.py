@@ -14,6 +14,7 @@ from moto import mock_aws
 from fleet import heal_command
 from fleet.cli import main
 from fleet.node_marks import endpoint, marks_reader, s3_client
+from plan.paths import PROJECT_ROOT
 
 FAKE_PULUMI = f"""#!{sys.executable}
 import json, os, sys
@@ -175,10 +176,13 @@ def test_heal_of_a_stack_without_node_instances_touches_nothing(cloud, capsys):
     assert "nothing to heal" in capsys.readouterr().out
 
 
-def test_the_local_cluster_is_fleet_ups(capsys):
-    assert main(["heal", "--stack", "local"]) == 2
-    assert main(["roll", "--stack", "local"]) == 2
-    assert "`fleet up` owns its nodes" in capsys.readouterr().err
+def test_the_local_cluster_rolls_with_fleet_up_and_heals_only_while_it_runs(capsys, tmp_path):
+    stack = tmp_path / "Pulumi.lt-none.yaml"
+    stack.write_text((PROJECT_ROOT / "stacks/Pulumi.local.yaml").read_text())
+    assert main(["roll", "--stack-file", str(stack)]) == 2
+    assert "`fleet up` again rolls its nodes" in capsys.readouterr().err
+    assert main(["heal", "--stack-file", str(stack)]) == 2
+    assert "is not running" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("cloud_name", "region", "expected"), [

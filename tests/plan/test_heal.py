@@ -108,3 +108,11 @@ def test_fleet_roll_takes_the_fixed_workers_in_their_order(cloud):
 
 def test_marks_sit_beside_the_checkpoints():
     assert node_marks("oss://bucket-1/cluster/checkpoints") == "oss://bucket-1/cluster/nodes"
+
+
+def test_on_the_local_cluster_an_ended_worker_is_booted_anew_and_the_head_is_held():
+    decision = heal("local", "local", [node("head", HEAD, "ended"), node("worker-1", state="ended"),
+                                       node("worker-2", state="running")])
+    assert names(decision) == ["worker-1"]
+    assert [n.name for n, _ in decision.refused] == ["head"]
+    assert "bring the cluster up again" in decision.refused[0][1]
