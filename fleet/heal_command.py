@@ -50,7 +50,7 @@ def _stack(args, local_ok: bool = False):
     if cloud.runs_here and not local_ok:
         print(f"fleet: {stack_file.name} runs on this machine: `fleet up` again rolls its nodes.", file=sys.stderr)
         return None
-    return Pulumi(stack_file.name), spec, plan, cloud
+    return Pulumi(args.stack or stack_file.name), spec, plan, cloud
 
 
 def _reader(spec, deployment):

@@ -3,9 +3,10 @@
 
 A node outside a group is an instance the stack declares: when it fails its gate or dies, nothing replaces it by
 itself (an instance whose inputs did not change has no diff: docs/cloud-facts.md#rollout-replacement). Each such node
-writes its mark in the cluster's bucket (gpufleet-report, gpufleet-node: `<bucket>/<cluster>/nodes/<instance id>`);
-the cloud's describe call, through `pulumi refresh`, says whether the instance still runs. `fleet heal` replaces the
-failed and the dead, one `pulumi up` each, the head last; `fleet roll` waits for IN_SERVICE between fixed workers."""
+writes its mark in the cluster's bucket (cloud-init/bin/gpufleet-mark, from gpufleet-report and gpufleet-health:
+`<bucket>/<cluster>/nodes/<instance id>`); the cloud's describe call, through `pulumi refresh`, says whether the
+instance still runs (on the local cluster: whether its machine does). `fleet heal` replaces the failed and the dead,
+one `pulumi up` each, the head last; `fleet roll` waits for IN_SERVICE between fixed workers."""
 
 from __future__ import annotations
 
