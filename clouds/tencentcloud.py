@@ -40,6 +40,7 @@ from plan.profile import (
     AutoImage,
     CloudProfile,
     ImageQuery,
+    StoreApi,
 )
 from plan.rollout import FLEET_ROLL, REPLACE, RESET_REFRESH
 from plan.workers import per_market
@@ -96,6 +97,12 @@ def cos_bucket(name: str, digest: str, region: str, appid: str | None) -> str:
     characters or more in every region)."""
     room = LIMITS.bucket_domain_max - len(LIMITS.bucket_domain.format(bucket=f"-{digest}-{appid}", region=region))
     return f"{name[:room].rstrip('-')}-{digest}-{appid}"
+
+
+def store_api(region: str) -> StoreApi:
+    """COS's S3 API with the stack's SecretId and SecretKey (docs/cloud-facts.md#tencent-cos, #heal-marks)."""
+    return StoreApi(f"https://cos.{region}.myqcloud.com",
+                    ("TENCENTCLOUD_SECRET_ID", "TENCENTCLOUD_SECRET_KEY", "TENCENTCLOUD_SESSION_TOKEN"))
 
 
 def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
@@ -223,6 +230,7 @@ TENCENTCLOUD = CloudProfile(
     # and the node installs the pinned driver stack.
     auto_image=AutoImage(lookup=ImageQuery(os="ubuntu", version="22.04")),
     bucket_name=cos_bucket,
+    store_api=store_api,
     bucket_account=bucket_appid,
     account_in_bucket=True,
     placement=placement,
