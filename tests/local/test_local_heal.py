@@ -26,8 +26,10 @@ def test_fleet_heal_brings_a_killed_worker_back_while_the_job_goes_on(cluster): 
     assert any("worker-1 was lost" in e for e in events), events
     assert any("worker-1 booted again" in e for e in events), events
     assert (summary["steps_completed"], summary["nodes"], summary["ranks"]) == (steps, 2, 4), summary
+    # Each run of the job prints its summary when it ends: the one on the head alone (the kill re-formed the job in
+    # memory, issue 33) ended when the healed worker joined, and the last ran on both nodes again.
     worlds = [run["world_size"] for run in c.job_runs("head")]
-    assert worlds[0] == 4 and 2 in worlds and worlds[-1] == 4, f"the healed worker rejoined: {worlds}"
+    assert 2 in worlds and worlds[-1] == 4, f"the healed worker rejoined: {worlds}"
     counted = [s.step for s in progress.steps(c.lay)]
     assert sorted(set(counted)) == list(range(1, steps + 1)), "every step trained"
     assert len(counted) - len(set(counted)) <= 1, "at most the step in flight at the kill trained again"
