@@ -37,9 +37,10 @@ from plan.profile import (
     AutoImage,
     CloudProfile,
     ImageQuery,
+    StoreApi,
     default_endpoint,
 )
-from plan.rollout import GROUP_REPLACE, REPLACE
+from plan.rollout import FLEET_ROLL, GROUP_REPLACE, REPLACE
 from plan.workers import mixed_group, per_market
 from spec.clouds import REGION_KEYS
 from spec.errors import Problem
@@ -100,6 +101,14 @@ def code_upload(region: str, bucket: str, domain: str | None) -> CodeUpload | st
         f"the code bundle is written through OSS's internal endpoint {internal} ({why}), which answers only inside "
         f"Alibaba Cloud's {region} network: run `pulumi up` on an ECS instance in {region}, or set "
         "storage.bundleDomain to a domain with an ICP filing to write it through that domain from anywhere."))
+
+
+def store_api(region: str) -> StoreApi:
+    """OSS's S3 API (docs/cloud-facts.md#oss-s3-api) with the stack's key; for a mainland bucket, the internal endpoint,
+    where the bundle's upload goes too (code_upload; docs/cloud-facts.md#heal-marks)."""
+    internal = "-internal" if in_mainland(region) else ""
+    return StoreApi(f"https://s3.oss-{region}{internal}.aliyuncs.com",
+                    ("ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY", "ALICLOUD_SECURITY_TOKEN"))
 
 
 def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
@@ -196,12 +205,16 @@ ALICLOUD = CloudProfile(
     # and the node installs the pinned driver stack.
     auto_image=AutoImage(lookup=ImageQuery(os="ubuntu", version="22.04")),
     code_upload=code_upload,
+    store_api=store_api,
     placement=placement,
     worker_groups=worker_groups,
     # ECS instances are replaced when their user-data changes (Pulumi replaceOnChanges: the provider updates it in
-    # place, which re-runs no bootstrap); the ESS group is replaced whole, since ESS's instance refresh takes no
-    # cost-optimised group nor a scaling configuration (docs/cloud-facts.md#rollout-alibaba).
-    rollout=MappingProxyType({INSTANCES: REPLACE, SCALING_GROUP: GROUP_REPLACE}),
+    # place, which re-runs no bootstrap), the fixed workers one at a time by `fleet roll`; the ESS group is replaced
+    # whole, since ESS's instance refresh takes no cost-optimised group nor a scaling configuration
+    # (docs/cloud-facts.md#rollout-alibaba).
+    rollout=MappingProxyType({HEAD: REPLACE, INSTANCES: FLEET_ROLL, SCALING_GROUP: GROUP_REPLACE}),
+    # A released instance reads as gone (docs/cloud-facts.md#heal-instance-states).
+    dead_states=frozenset({"Stopping", "Stopped"}),
     rules=(erdma_fixed_size,),
     hub_mirror_advice=hub_mirror_advice,
 )

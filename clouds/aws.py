@@ -151,5 +151,7 @@ AWS = CloudProfile(
     # The head, on a pinned launch template version, is a new instance at each new version; the group's
     # instance_refresh rolls its workers when their launch template changes (docs/cloud-facts.md#rollout-aws).
     rollout=MappingProxyType({INSTANCES: rollout.REPLACE, SCALING_GROUP: rollout.REFRESH}),
+    # A terminated instance reads as gone (docs/cloud-facts.md#heal-instance-states).
+    dead_states=frozenset({"stopping", "stopped", "shutting-down"}),
     rules=(no_ssh,),
 )

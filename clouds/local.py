@@ -62,6 +62,8 @@ LOCAL = CloudProfile(
     # checkpoints and leaves, then boots anew; the head keeps the job.
     lifecycle=frozenset({DRAIN}),
     rollout=MappingProxyType({HEAD: HOLD, INSTANCES: ROLL}),
+    # A node whose machine ended (here/local/cluster.py machines): `fleet heal` boots a worker's anew.
+    dead_states=frozenset({"ended"}),
     realizer="components.local.outputs",
     max_user_data_bytes=None,
     nat_egress=False,

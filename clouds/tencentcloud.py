@@ -19,6 +19,7 @@ from plan import catalog
 from plan.catalog import InstanceType
 from plan.limits import ON_CLOUDS, CloudLimits, TagRules
 from plan.model import (
+    HEAD,
     INSTANCES,
     ROLES,
     SCALING_GROUP,
@@ -39,8 +40,9 @@ from plan.profile import (
     AutoImage,
     CloudProfile,
     ImageQuery,
+    StoreApi,
 )
-from plan.rollout import REPLACE, RESET_REFRESH
+from plan.rollout import FLEET_ROLL, REPLACE, RESET_REFRESH
 from plan.workers import per_market
 from spec.clouds import REGION_KEYS
 from spec.errors import Problem
@@ -95,6 +97,12 @@ def cos_bucket(name: str, digest: str, region: str, appid: str | None) -> str:
     characters or more in every region)."""
     room = LIMITS.bucket_domain_max - len(LIMITS.bucket_domain.format(bucket=f"-{digest}-{appid}", region=region))
     return f"{name[:room].rstrip('-')}-{digest}-{appid}"
+
+
+def store_api(region: str) -> StoreApi:
+    """COS's S3 API with the stack's SecretId and SecretKey (docs/cloud-facts.md#tencent-cos, #heal-marks)."""
+    return StoreApi(f"https://cos.{region}.myqcloud.com",
+                    ("TENCENTCLOUD_SECRET_ID", "TENCENTCLOUD_SECRET_KEY", "TENCENTCLOUD_SESSION_TOKEN"))
 
 
 def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
@@ -222,14 +230,17 @@ TENCENTCLOUD = CloudProfile(
     # and the node installs the pinned driver stack.
     auto_image=AutoImage(lookup=ImageQuery(os="ubuntu", version="22.04")),
     bucket_name=cos_bucket,
+    store_api=store_api,
     bucket_account=bucket_appid,
     account_in_bucket=True,
     placement=placement,
     worker_groups=worker_groups,
-    # CVM instances are replaced when their user-data changes (the provider's user_data_replace_on_change); an AS
-    # group's instance refresh reinstalls its workers one at a time from the new configuration
-    # (docs/cloud-facts.md#rollout-tencent).
-    rollout=MappingProxyType({INSTANCES: REPLACE, SCALING_GROUP: RESET_REFRESH}),
+    # CVM instances are replaced when their user-data changes (the provider's user_data_replace_on_change), the fixed
+    # workers one at a time by `fleet roll`; an AS group's instance refresh reinstalls its workers one at a time from
+    # the new configuration (docs/cloud-facts.md#rollout-tencent).
+    rollout=MappingProxyType({HEAD: REPLACE, INSTANCES: FLEET_ROLL, SCALING_GROUP: RESET_REFRESH}),
+    # A released or LAUNCH_FAILED instance reads as gone (docs/cloud-facts.md#heal-instance-states).
+    dead_states=frozenset({"STOPPING", "STOPPED", "SHUTDOWN", "TERMINATING"}),
     rules=(international_spot, spot_price, hcc, bucket_name),
     service_egress=SERVICE_EGRESS,
     registry_mirror="https://mirror.ccs.tencentyun.com",  # docs/cloud-facts.md#tencent-registry-mirror

@@ -13,7 +13,7 @@ from spec.errors import SpecError
 
 EXIT_INVALID = 2
 COMMANDS = ("fleet.plan_command", "fleet.schema_command", "fleet.local_command", "fleet.cost_command",
-            "fleet.health_command", "fleet.image_command")
+            "fleet.health_command", "fleet.image_command", "fleet.heal_command")
 
 
 def add_stack_args(parser: argparse.ArgumentParser, json_flag: bool = True) -> None:

@@ -99,6 +99,7 @@ class NodePlan:
     software: SoftwarePlan  # the image's software matrix (gpufleet-driver holds the node to it)
     # Failure budget: gate failures with these reason prefixes are permanent (no replacement fixes them); once more
     # than `failure_budget` nodes recorded the same one under `failure_uri`, a failing node stops asking for a new one.
+    # A node outside any group also writes its mark beside that folder (plan/heal.py node_marks; gpufleet-mark).
     permanent_failures: tuple[str, ...]
     failure_budget: int
     failure_uri: str

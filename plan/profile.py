@@ -43,6 +43,20 @@ class AutoImage:
     has_drivers: bool = False
 
 
+@dataclass(frozen=True)
+class StoreApi:
+    """How the deploying side (`fleet heal`, `fleet roll`) reads the cluster's bucket through the store's S3 API: its
+    endpoint (None: the S3 SDK's own) and the environment variables holding the pipeline's key id, secret and
+    optional token (none: the SDK's own credential chain)."""
+
+    endpoint: str | None = None
+    credentials: tuple[str, ...] = ()
+
+
+def s3_default(region: str) -> StoreApi:
+    return StoreApi()
+
+
 def gpufleet_bucket(name: str, digest: str, region: str, account_id: str | None) -> str:
     """The default checkpoint bucket: the cluster's name and a short hash of where it lives."""
     return f"gpufleet-{name}-{digest}"[:63]
@@ -132,6 +146,8 @@ class CloudProfile:
     # How `pulumi up` writes the code bundle into a region's bucket, given the stack's `storage.bundleDomain`; or the
     # reason that setting does not apply there (plan/planner.py, clouds/rules.py).
     code_upload: Callable[[str, str, str | None], CodeUpload | str] = default_endpoint
+    # The bucket's S3 API for the deploying side, by region (fleet/node_marks.py).
+    store_api: Callable[[str], StoreApi] = s3_default
     # Placement groups for a stack, or the reason the cloud cannot place it as asked (plan/placement.py).
     placement: Callable[[PlacementAsk], tuple[PlacementPlan, ...] | str] = no_placement
     # The worker groups the cloud launches for the workers' bounds and market (plan/workers.py).
@@ -143,6 +159,9 @@ class CloudProfile:
     # SCALING_GROUP; HEAD where the head differs from INSTANCES): plan/rollout.py; empty where no nodes
     # are made.
     rollout: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # The cloud's instance states (as its describe call and the provider's refresh report them) of a node that no longer
+    # runs and will not by itself: `fleet heal` replaces such a node where no group does (plan/heal.py).
+    dead_states: frozenset[str] = frozenset()
     nat_egress: bool = True  # nodes leave through a NAT gateway (the local cluster has none)
     # Egress the cloud's own services need where its security groups deny what no rule allows (DNS, NTP).
     service_egress: tuple[FirewallRule, ...] = ()

@@ -21,6 +21,13 @@ REPLACE, REFRESH, RESET_REFRESH, GROUP_REPLACE = "replace", "refresh", "reset-re
 # until it rejoins. HOLD: the head hosts the job's rendezvous store and decides its end, so it keeps the running
 # job's bundle; the new one reaches it when the cluster is next brought up.
 ROLL, HOLD = "roll", "hold"
+# Fixed workers (instances no group holds, outside AWS): `fleet roll` replaces them REFRESH_BATCH at a time, each by its
+# own targeted `pulumi up` (the replace-on-user-data rule of REPLACE fires there), and waits until the new node is back
+# in service (its in-service mark, plan/heal.py) before the next goes; a plain `pulumi up` would replace them together.
+FLEET_ROLL = "fleet-roll"
+# The mechanisms under which `pulumi up` replaces a node on a change of its user-data (the resource options are the
+# same: components/realizers/rollout.py node_options); FLEET_ROLL only orders them.
+REPLACED_BY_UP = (REPLACE, FLEET_ROLL)
 # Workers a group refreshes (or `fleet up` rolls) at once: one, so the job keeps all but one node training.
 REFRESH_BATCH = 1
 
@@ -33,7 +40,7 @@ class RolloutPlan:
     role: str
     form: str  # INSTANCES (the head, fixed workers) | SCALING_GROUP
     count: int  # its nodes at the desired size
-    mechanism: str  # REPLACE | REFRESH | RESET_REFRESH | GROUP_REPLACE
+    mechanism: str  # REPLACE | FLEET_ROLL | REFRESH | RESET_REFRESH | GROUP_REPLACE | ROLL | HOLD
     delete_first: bool  # the old node goes before its successor is made (it holds the fixed address)
     min_healthy_percent: int | None  # REFRESH: the share of the group kept in service while it rolls
 
@@ -53,6 +60,10 @@ class RolloutPlan:
         if self.mechanism == HOLD:
             return (f"{what}: not rolled: it hosts the running job's rendezvous, so it keeps its bundle until the "
                     "cluster is next brought up")
+        if self.mechanism == FLEET_ROLL:
+            return (f"{what}: `fleet roll` replaces them {REFRESH_BATCH} at a time while the job goes on: each "
+                    "checkpoints on its shutdown, and the next goes once the new node passed its gate (its in-service "
+                    "mark); a plain `pulumi up` would replace them together")
         if self.mechanism == GROUP_REPLACE:
             return (f"{what}: the group is deleted with its workers (each checkpoints on its shutdown), then made "
                     "anew from the new configuration; the job waits, from its checkpoint, for the new workers")

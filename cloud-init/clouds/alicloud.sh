@@ -35,8 +35,7 @@ cloud_mark_unhealthy() { # REASON: tagged; and, launched by ESS, reported unheal
   api ecs TagResources RegionId="$GF_REGION" ResourceType=instance ResourceId.1="$id" \
     Tag.1.Key=gpufleet:health Tag.1.Value="failed:$1" >/dev/null
   if [ "$GF_IN_SCALING_GROUP" != 1 ]; then
-    log "an instance the stack declares, in no scaling group: tagged only; \`pulumi up --replace\` on its" \
-      "resource (named as the instance) replaces it (docs/cloud-facts.md#rollout-replacement)"
+    log "in no scaling group: tagged; \`fleet heal\` replaces it (docs/cloud-facts.md#rollout-replacement)"
     return 0
   fi
   api ess SetInstanceHealth RegionId="$GF_REGION" InstanceId="$id" HealthStatus=Unhealthy >/dev/null

@@ -15,8 +15,7 @@ cloud_mark_unhealthy() { # REASON
   id="$(meta "$GF_METADATA_URL/instance-id")"
   aws_cli ec2 create-tags --region "$GF_REGION" --resources "$id" --tags "Key=gpufleet:health,Value=failed:$1"
   if [ "$GF_IN_SCALING_GROUP" != 1 ]; then # the head: in no group, so no group to tell
-    log "an instance the stack declares, in no scaling group: tagged only; \`pulumi up --replace\` on its" \
-      "resource (named as the instance) replaces it (docs/cloud-facts.md#rollout-replacement)"
+    log "in no scaling group: tagged; \`fleet heal\` replaces it (docs/cloud-facts.md#rollout-replacement)"
     return 0
   fi
   aws_cli autoscaling set-instance-health --region "$GF_REGION" --instance-id "$id" --health-status Unhealthy \

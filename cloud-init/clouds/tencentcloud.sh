@@ -32,8 +32,7 @@ api() { # cvm|as ACTION 'JSON': Tencent Cloud's API (tencentcloud_api.py) signed
 cloud_mark_unhealthy() { # REASON (kept in the health metric): the AS group replaces what it no longer holds
   local id group
   if [ "$GF_IN_SCALING_GROUP" != 1 ]; then
-    log "an instance the stack declares, in no AS group: reported in its metrics only; \`pulumi up --replace\` on its" \
-      "resource (named as the instance) replaces it (docs/cloud-facts.md#rollout-replacement)"
+    log "in no AS group: \`fleet heal\` replaces it (docs/cloud-facts.md#rollout-replacement)"
     return 0
   fi
   id="$(meta "$GF_METADATA_URL/instance-id")"

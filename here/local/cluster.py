@@ -391,6 +391,18 @@ def status(plan: ClusterPlan) -> dict | None:
             "loss": history[-1].loss if history else None, "checkpoints": progress.checkpoints(lay)}
 
 
+def machines(plan: ClusterPlan) -> dict[str, bool]:
+    """Whether each node's machine runs (any process in its namespace, or its process group's leader alive), for
+    `fleet heal`; the cluster must be running."""
+    lay = layout(plan)
+    st = statefile.load(lay.state_file)
+    if st is None or not _live(st):
+        raise LocalError(f"cluster '{plan.name}' is not running", EXIT_USAGE)
+    if st.mode == "namespaces":
+        return {node.name: bool(network.pids(node.namespace)) for node in lay.nodes}
+    return {node.name: processes.alive(st.processes.get(node.name, 0)) for node in lay.nodes}
+
+
 def kill_node(plan: ClusterPlan, name: str) -> None:
     """Fault drill: the node's machine dies (every process in its namespace, SIGKILL)."""
     lay = layout(plan)

@@ -81,6 +81,11 @@ def end(groups: list[int], namespaces: list[str], grace_s: float = 5.0) -> None:
             time.sleep(0.1)
 
 
+def alive(group: int) -> bool:
+    """A node's process group (its leader's pid) still has a process."""
+    return group > 0 and _alive([group])
+
+
 def _alive(groups: list[int]) -> bool:
     for pid in groups:
         try:

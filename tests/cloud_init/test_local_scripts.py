@@ -223,6 +223,7 @@ METADATA_STYLES = {
     "tencentcloud": {"reject": 0, "empty_means_none": False},
 }
 TOKEN = "tok-123"
+INSTANCE_ID = "i-0node"
 # Each cloud's role credentials as its metadata serves them
 # (docs/cloud-facts.md#alibaba-ram-role-credentials, #tencent-cos).
 ROLE_CREDENTIALS = {
@@ -232,8 +233,8 @@ ROLE_CREDENTIALS = {
 
 
 class FakeMetadata(http.server.BaseHTTPRequestHandler):
-    """Instance metadata: the spot notice (none until the worker is up), the RAM role and its credentials; where the
-    cloud has a token header, a PUT with its TTL header gives the token and GETs without it are rejected."""
+    """Instance metadata: the instance id, the spot notice (none until the worker is up), the role's credentials;
+    where the cloud has a token header, a PUT with its TTL header gives the token and GETs without it are rejected."""
 
     ready: Path
     header = ""
@@ -256,6 +257,8 @@ class FakeMetadata(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if self.header and self.headers.get(self.header) != TOKEN:
             return self._answer(self.reject)
+        if self.path.endswith("/instance-id"):
+            return self._answer(200, INSTANCE_ID.encode())
         for kind, credentials in ROLE_CREDENTIALS.items():
             if self.path.endswith(f"/{kind}/security-credentials/"):
                 return self._answer(200, b"gpufleet-node")

@@ -9,8 +9,9 @@ import pytest
 from fleet.preview import run_program
 from plan import planner
 from plan.bundle import bundle_sha256
+from plan.model import INSTANCES, WORKER
 from plan.paths import PROJECT_ROOT
-from plan.rollout import GROUP_REPLACE, REFRESH, REPLACE, RESET_REFRESH
+from plan.rollout import FLEET_ROLL, GROUP_REPLACE, REFRESH, REPLACE, REPLACED_BY_UP, RESET_REFRESH
 from spec.stackfile import load_stack_file
 
 # Two real bundles of this checkout, without and with the fused-loss kernels: a change of the training code.
@@ -87,8 +88,13 @@ def test_a_new_bundle_rolls_every_node_as_the_plan_says(stack, monkeypatch):
     (_, old), (plan, new) = preview(stack, OLD, monkeypatch), preview(stack, NEW, monkeypatch)
     assert plan.storage.code_sha256 == bundle_sha256(NEW)
     assert {name: action(name, old, new) for name in expected} == expected
-    # What the preview says each set of nodes does is what the provider rules above make of the resources.
-    assert {r.mechanism for r in plan.rollout} == set(expected.values())
+    # What the preview says each set of nodes does is what the provider rules above make of the resources (`fleet
+    # roll` orders replacements that `pulumi up` makes, one node per targeted up).
+    assert {REPLACE if r.mechanism in REPLACED_BY_UP else r.mechanism for r in plan.rollout} == set(expected.values())
+    # Fixed workers outside AWS are rolled one at a time by `fleet roll`, and the preview says so.
+    fixed = [r for r in plan.rollout if r.role == WORKER and r.form == INSTANCES]
+    assert all(r.mechanism == FLEET_ROLL and "`fleet roll`" in r.how for r in fixed)
+    assert bool(fixed) == (stack in ("ali-erdma", "tencent-hcc"))
     head = new[f"{stack}-head"]["options"]
     assert head.get("deleteBeforeReplace") is True, "the head holds the fixed address: it goes first"
 

@@ -107,3 +107,15 @@ def test_comment_without_base_or_price(tmp_path):
     _write(tmp_path / "head", "s", {"resources": [], "violations": []}, _cost(None))
     text = pr_comment.comment(tmp_path / "head", tmp_path / "base")
     assert "new stack" in text and "no public price" in text and "every stack plans cleanly" in text
+
+
+def test_heal_runs_every_ten_minutes_per_stack_and_deploy_rolls():
+    heal = yaml.safe_load((ROOT / ".github" / "workflows" / "heal.yml").read_text(encoding="utf-8"))
+    deploy = yaml.safe_load((ROOT / ".github" / "workflows" / "deploy.yml").read_text(encoding="utf-8"))
+    assert heal[True]["schedule"] == [{"cron": "*/10 * * * *"}], "YAML 1.1 reads the key `on` as True"
+    job = heal["jobs"]["heal"]
+    assert "environment" not in job, "no person is asked: a replacement needs none"
+    # A queued run cancels a pending one of its group: a heal must never take a waiting deploy's place.
+    assert job["concurrency"]["group"] != deploy["jobs"]["up"]["concurrency"]["group"]
+    assert any(step.get("run", "").startswith(".venv/bin/fleet heal --stack") for step in _steps("heal.yml"))
+    assert any(step.get("run", "").startswith(".venv/bin/fleet roll --stack") for step in _steps("deploy.yml"))

@@ -1,0 +1,209 @@
+"""`fleet heal` and `fleet roll` against a stand-in `pulumi` on PATH that records every argv and answers `stack
+export` with the stack's states in turn (before and after a refresh, after each replacement), and an S3 bucket
+(moto) holding the nodes' marks where the stack's checkpointUri puts them (plan/heal.py node_marks)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from fleet import heal_command
+from fleet.cli import main
+from fleet.node_marks import marks_reader, s3_client
+from plan.paths import PROJECT_ROOT
+
+FAKE_PULUMI = f"""#!{sys.executable}
+import json, os, sys
+from pathlib import Path
+test = Path(os.environ["FAKE_PULUMI_DIR"])
+calls = [json.loads(line) for line in (test / "argv").read_text().splitlines()] if (test / "argv").exists() else []
+with open(test / "argv", "a") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\\n")
+if sys.argv[1:3] == ["stack", "export"]:
+    states = json.loads((test / "states.json").read_text())
+    exports = sum(1 for argv in calls if argv[:2] == ["stack", "export"])
+    print(json.dumps({{"version": 3, "deployment": states[min(exports, len(states) - 1)]}}))
+sys.exit(int(os.environ.get("FAKE_PULUMI_RC", "0")) if sys.argv[1] == "up" else 0)
+"""
+BUCKET, CHECKPOINTS = "gpufleet-bucket", "oss://gpufleet-bucket/c/checkpoints"
+KIND = {"ali-erdma": "alicloud:ecs/instance:Instance", "tencent-hcc": "tencentcloud:Instance/instance:Instance"}
+STATE = {"ali-erdma": "status", "tencent-hcc": "instanceStatus"}
+
+
+def urn(stack: str, name: str) -> str:
+    return f"urn:pulumi:{stack}::gpufleet::{KIND[stack]}::{name}"
+
+
+def state(stack: str, nodes: dict[str, tuple[str, str] | None]) -> dict:
+    """A deployment holding the stack's outputs and each node (name -> (instance id, state); None: not held)."""
+    resources = [{"urn": f"urn:pulumi:{stack}::gpufleet::pulumi:pulumi:Stack::gpufleet-{stack}",
+                  "type": "pulumi:pulumi:Stack", "outputs": {"checkpointUri": CHECKPOINTS}}]
+    for name, held in nodes.items():
+        if held:
+            role = "head" if name.endswith("head") else "worker"
+            resources.append({"urn": urn(stack, name), "type": KIND[stack], "id": held[0],
+                              "inputs": {"tags": {"gpufleet:role": role, "gpufleet:cluster": "c"}},
+                              "outputs": {STATE[stack]: held[1]}})
+    return {"resources": resources}
+
+
+@pytest.fixture
+def cloud(tmp_path, monkeypatch):
+    """set(states, marks) -> the argv list of every pulumi call made so far (a function)."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin/pulumi").write_text(FAKE_PULUMI)
+    (tmp_path / "bin/pulumi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:" + __import__("os").environ["PATH"])
+    monkeypatch.setenv("FAKE_PULUMI_DIR", str(tmp_path))
+    monkeypatch.setattr(heal_command, "POLL_S", 0)
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket=BUCKET)
+        monkeypatch.setattr(heal_command, "s3_client", lambda *_: s3)
+
+        def setup(states: list[dict], marks: dict[str, str]):
+            (tmp_path / "states.json").write_text(json.dumps(states))
+            for instance, mark in marks.items():
+                s3.put_object(Bucket=BUCKET, Key=f"c/nodes/{instance}", Body=f"{mark}\n".encode())
+
+            def calls() -> list[list[str]]:
+                argv = tmp_path / "argv"
+                return [json.loads(line) for line in argv.read_text().splitlines()] if argv.exists() else []
+
+            return calls
+
+        yield setup
+
+
+def ups(calls) -> list[list[str]]:
+    """Each `pulumi up`'s arguments, less the ones every call has."""
+    common = {"up", "--yes", "--skip-preview", "--policy-pack", "policy", "--stack", "--non-interactive"}
+    return [[a for a in argv if a not in common and not a.startswith(("ali-", "tencent-"))]
+            for argv in calls() if argv[0] == "up"]
+
+
+@pytest.mark.parametrize("stack", sorted(KIND))
+def test_heal_replaces_the_failed_and_the_dead_one_up_each_the_head_last(cloud, stack, capsys):
+    running, off = ("Running", "Stopped") if stack == "ali-erdma" else ("RUNNING", "STOPPED")
+    names = [f"{stack}-head", f"{stack}-worker-0", f"{stack}-worker-1", f"{stack}-worker-2"]
+    before = state(stack, {names[0]: ("i-h", running), names[1]: ("i-0", running), names[2]: ("i-1", running),
+                           names[3]: ("i-2", running)})
+    # After the refresh: the head powered off, worker-2 gone; worker-1 had marked itself failed.
+    after = state(stack, {names[0]: ("i-h", off), names[1]: ("i-0", running), names[2]: ("i-1", running),
+                          names[3]: None})
+    calls = cloud([before, after], {"i-h": "in-service", "i-0": "in-service", "i-1": "failed:nccl:allreduce"})
+    assert main(["heal", "--stack", stack]) == 0, capsys.readouterr().err
+    argv = calls()
+    assert argv[0][:2] == ["stack", "export"] and argv[2][:2] == ["stack", "export"]
+    refresh = argv[1]
+    assert refresh[:3] == ["refresh", "--yes", "--skip-preview"]
+    assert [refresh[i + 1] for i, a in enumerate(refresh) if a == "--target"] == [urn(stack, n) for n in names]
+    w1, w2, head = urn(stack, names[2]), urn(stack, names[3]), urn(stack, names[0])
+    assert ups(calls) == [["--target", w1, "--replace", w1, "--target-dependents"],
+                          ["--target", w2, "--target-dependents"],
+                          ["--target", head, "--replace", head, "--target-dependents"]]
+    out = capsys.readouterr().out
+    assert "nccl:allreduce" in out and f"its instance is {off}" in out and "gone" in out
+
+
+def test_heal_refuses_past_the_budget_and_says_why(cloud, capsys):
+    stack = "ali-erdma"
+    nodes = {f"{stack}-head": ("i-h", "Running"), **{f"{stack}-worker-{i}": (f"i-{i}", "Running") for i in range(3)}}
+    reason = "driver:570.133.20:min=580"
+    calls = cloud([state(stack, nodes)] * 2, {"i-h": "in-service", **{f"i-{i}": f"failed:{reason}" for i in range(3)}})
+    assert main(["heal", "--stack", stack]) == 1
+    assert ups(calls) == [], "nothing replaced: a new node boots the same image"
+    err = capsys.readouterr().err
+    assert err.count("is not replaced") == 3 and "past the failure budget of 2" in err and reason in err
+
+
+def test_a_failed_pulumi_step_exits_1_naming_it(cloud, monkeypatch, capsys):
+    stack = "ali-erdma"
+    nodes = {f"{stack}-head": ("i-h", "Stopped")}
+    cloud([state(stack, nodes)] * 2, {})
+    monkeypatch.setenv("FAKE_PULUMI_RC", "255")
+    assert main(["heal", "--stack", stack]) == 1
+    assert "exited 255" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("stack", sorted(KIND))
+def test_roll_replaces_fixed_workers_one_at_a_time_waiting_for_each(cloud, stack, capsys):
+    w = [f"{stack}-worker-{i}" for i in range(2)]
+    first = state(stack, {f"{stack}-head": ("i-h", "x"), w[0]: ("i-0", "x"), w[1]: ("i-1", "x")})
+    # Each targeted up replaced its worker: the export after it holds the new instance.
+    one = state(stack, {f"{stack}-head": ("i-h", "x"), w[0]: ("i-0b", "x"), w[1]: ("i-1", "x")})
+    two = state(stack, {f"{stack}-head": ("i-h", "x"), w[0]: ("i-0b", "x"), w[1]: ("i-1b", "x")})
+    calls = cloud([first, one, two], {"i-0b": "in-service", "i-1b": "in-service"})
+    assert main(["roll", "--stack", stack]) == 0, capsys.readouterr().err
+    u0, u1 = urn(stack, w[0]), urn(stack, w[1])
+    assert ups(calls) == [["--exclude", u0, "--exclude", u1, "--exclude-dependents"],
+                          ["--target", u0, "--target-dependents"], ["--target", u1, "--target-dependents"]]
+
+
+def test_roll_stops_at_a_worker_that_failed_its_gate(cloud, capsys):
+    stack = "tencent-hcc"
+    w = [f"{stack}-worker-{i}" for i in range(2)]
+    first = state(stack, {w[0]: ("i-0", "x"), w[1]: ("i-1", "x")})
+    one = state(stack, {w[0]: ("i-0b", "x"), w[1]: ("i-1", "x")})
+    calls = cloud([first, one], {"i-0b": "failed:gpus:7/8"})
+    assert main(["roll", "--stack", stack, "--timeout", "2"]) == 1
+    assert len(ups(calls)) == 2, "the second worker stays in the job"
+    assert "failed its gate (failed:gpus:7/8)" in capsys.readouterr().err
+
+
+def test_roll_stops_when_a_worker_never_passes_its_gate(cloud, capsys):
+    stack = "ali-erdma"
+    first = state(stack, {f"{stack}-worker-0": ("i-0", "x"), f"{stack}-worker-1": ("i-1", "x")})
+    calls = cloud([first], {})
+    assert main(["roll", "--stack", stack, "--timeout", "0"]) == 1
+    assert len(ups(calls)) == 2 and "did not pass its gate within 0 s" in capsys.readouterr().err
+
+
+def test_a_stack_whose_workers_are_in_groups_rolls_in_one_up(cloud):
+    calls = cloud([{"resources": []}], {})
+    assert main(["roll", "--stack", "ali-spot"]) == 0
+    assert ups(calls) == [[]], "a plain `pulumi up`: the group refreshes its own workers"
+
+
+def test_heal_of_a_stack_without_node_instances_touches_nothing(cloud, capsys):
+    calls = cloud([{"resources": []}], {})
+    assert main(["heal", "--stack", "ali-spot"]) == 0
+    assert [argv[:2] for argv in calls()] == [["stack", "export"]], "no refresh, no up"
+    assert "nothing to heal" in capsys.readouterr().out
+
+
+def test_the_local_cluster_rolls_with_fleet_up_and_heals_only_while_it_runs(capsys, tmp_path):
+    stack = tmp_path / "Pulumi.lt-none.yaml"
+    stack.write_text((PROJECT_ROOT / "stacks/Pulumi.local.yaml").read_text())
+    assert main(["roll", "--stack-file", str(stack)]) == 2
+    assert "`fleet up` again rolls its nodes" in capsys.readouterr().err
+    assert main(["heal", "--stack-file", str(stack)]) == 2
+    assert "is not running" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("cloud_name", "region", "expected"), [
+    # docs/cloud-facts.md#oss-s3-api, #alibaba-oss-public-endpoint, #tencent-cos
+    ("alicloud", "ap-southeast-1", "https://s3.oss-ap-southeast-1.aliyuncs.com"),
+    ("alicloud", "cn-hangzhou", "https://s3.oss-cn-hangzhou-internal.aliyuncs.com"),
+    ("tencentcloud", "ap-shanghai", "https://cos.ap-shanghai.myqcloud.com"),
+])
+def test_each_store_is_read_through_its_s3_api_virtual_hosted(cloud_name, region, expected):
+    env = {"ALICLOUD_ACCESS_KEY": "ak", "ALICLOUD_SECRET_KEY": "sk", "TENCENTCLOUD_SECRET_ID": "ak",
+           "TENCENTCLOUD_SECRET_KEY": "sk"}
+    client = s3_client(cloud_name, region, environ=env)
+    assert client.meta.endpoint_url == expected
+    assert client.meta.config.s3["addressing_style"] == "virtual", "OSS refuses path-style requests"
+    assert client._request_signer._credentials.access_key == "ak"
+
+
+def test_a_node_without_a_mark_reads_as_none():
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket=BUCKET)
+        s3.put_object(Bucket=BUCKET, Key="c/nodes/i-1", Body=b"in-service\n")
+        read = marks_reader(s3, "s3://gpufleet-bucket/c/nodes")
+        assert (read("i-1"), read("i-2")) == ("in-service", None)

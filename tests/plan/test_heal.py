@@ -1,0 +1,118 @@
+"""`fleet heal`'s decision, per cloud, on the shipped stacks' plans: a failed or dead node outside a group is
+replaced (the head last), a group's workers are left to their group, a permanent failure past the failure budget is
+refused with the reason. Instance states are each cloud's own words, written from
+docs/cloud-facts.md#heal-instance-states, not read from the profiles."""
+
+from __future__ import annotations
+
+import pytest
+
+from clouds import CLOUDS
+from fleet.stacks import spec_and_plan
+from plan.heal import NodeSeen as Node
+from plan.heal import decide_heal, node_marks, roll_order
+from plan.model import HEAD, WORKER
+from plan.paths import PROJECT_ROOT
+from plan.software import FAILURE_BUDGET, PERMANENT_FAILURES
+from spec.stackfile import load_stack_file
+
+# Per cloud: a stack whose workers are fixed instances, one whose workers are in groups, and the instance states
+# its describe call reports for a running and for a powered-off instance.
+CLOUD_CASES = {
+    "alicloud": ("ali-erdma", "ali-spot", "Running", "Stopped"),
+    "tencentcloud": ("tencent-hcc", "tencent-spot", "RUNNING", "STOPPED"),
+    "aws": (None, "aws-p5", "running", "stopped"),
+}
+
+
+def plan(stack: str):
+    return spec_and_plan(load_stack_file(PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml"))[1]
+
+
+def node(name: str, role: str = WORKER, state: str | None = "running", mark: str | None = None) -> Node:
+    return Node(f"urn:pulumi:s::gpufleet::t::{name}", name, role, f"i-{name}", state, mark)
+
+
+def heal(stack: str, cloud: str, nodes: list[Node]):
+    return decide_heal(plan(stack).rollout, nodes, CLOUDS[cloud].dead_states, budget=FAILURE_BUDGET,
+                       permanent=PERMANENT_FAILURES)
+
+
+def names(decision) -> list[str]:
+    return [r.node.name for r in decision.replace]
+
+
+@pytest.mark.parametrize("cloud", ["alicloud", "tencentcloud"])
+def test_a_failed_worker_outside_a_group_is_replaced(cloud):
+    fixed, _, running, _ = CLOUD_CASES[cloud]
+    nodes = [node("head", HEAD, running, "in-service"), node("worker-0", state=running, mark="in-service"),
+             node("worker-1", state=running, mark="failed:gpus:7/8")]
+    decision = heal(fixed, cloud, nodes)
+    assert names(decision) == ["worker-1"]
+    assert "gpus:7/8" in decision.replace[0].why and not decision.replace[0].gone
+    assert decision.groups == (), "every worker of this stack is an instance the stack declares"
+
+
+@pytest.mark.parametrize("cloud", sorted(CLOUD_CASES))
+def test_workers_in_a_group_are_left_to_it(cloud):
+    _, grouped, running, _ = CLOUD_CASES[cloud]
+    the_plan = plan(grouped)
+    # The stack declares the head only: its group's members are no resources of it.
+    decision = heal(grouped, cloud, [node("head", HEAD, running, "in-service")])
+    assert decision.replace == () and decision.refused == ()
+    groups = [r for r in the_plan.rollout if r.role == WORKER]
+    assert groups and decision.groups == tuple(r.how for r in groups)
+
+
+@pytest.mark.parametrize("cloud", sorted(CLOUD_CASES))
+def test_a_dead_head_is_replaced_last(cloud):
+    fixed, grouped, running, off = CLOUD_CASES[cloud]
+    stack = fixed or grouped
+    nodes = [node("head", HEAD, off, "in-service"), node("worker-0", state=running, mark="in-service")]
+    if fixed:
+        nodes.append(node("worker-1", state=None, mark="in-service"))
+    decision = heal(stack, cloud, nodes)
+    assert names(decision) == (["worker-1", "head"] if fixed else ["head"])
+    assert decision.replace[-1].why == f"its instance is {off}"
+    assert [r.gone for r in decision.replace] == ([True, False] if fixed else [False])
+    # A running head with no mark yet is booting: left alone.
+    assert heal(stack, cloud, [node("head", HEAD, running, None)]).replace == ()
+
+
+@pytest.mark.parametrize("cloud", ["alicloud", "tencentcloud"])
+def test_a_permanent_failure_past_the_budget_is_refused_with_the_reason(cloud):
+    fixed, _, running, _ = CLOUD_CASES[cloud]
+    reason = "driver:570.133.20:min=580"
+    within = [node(f"worker-{i}", state=running, mark=f"failed:{reason}") for i in range(FAILURE_BUDGET)]
+    assert names(heal(fixed, cloud, within)) == [n.name for n in within]
+    past = [*within, node("worker-9", state=running, mark=f"failed:{reason}")]
+    decision = heal(fixed, cloud, past)
+    assert decision.replace == ()
+    assert [n.name for n, _ in decision.refused] == [n.name for n in past]
+    assert all(f"past the failure budget of {FAILURE_BUDGET}" in why and reason in why for _, why in decision.refused)
+    # The node's own count (every node that ever failed so, in the bucket's records) stopped it: refused too.
+    stopped = heal(fixed, cloud, [node("worker-0", state=running, mark=f"stopped:{reason}")])
+    assert stopped.replace == () and reason in stopped.refused[0][1]
+    # A reason a new node may fix is no budget's: every such node is replaced.
+    flaky = [node(f"worker-{i}", state=running, mark="failed:gpus:7/8") for i in range(FAILURE_BUDGET + 2)]
+    assert len(heal(fixed, cloud, flaky).replace) == FAILURE_BUDGET + 2
+
+
+@pytest.mark.parametrize("cloud", ["alicloud", "tencentcloud"])
+def test_fleet_roll_takes_the_fixed_workers_in_their_order(cloud):
+    fixed, grouped, running, _ = CLOUD_CASES[cloud]
+    nodes = [node("c-worker-10"), node("c-head", HEAD), node("c-worker-2"), node("c-worker-0")]
+    assert [n.name for n in roll_order(plan(fixed).rollout, nodes)] == ["c-worker-0", "c-worker-2", "c-worker-10"]
+    assert roll_order(plan(grouped).rollout, [node("c-head", HEAD)]) == (), "a group's workers are its refresh's"
+
+
+def test_marks_sit_beside_the_checkpoints():
+    assert node_marks("oss://bucket-1/cluster/checkpoints") == "oss://bucket-1/cluster/nodes"
+
+
+def test_on_the_local_cluster_an_ended_worker_is_booted_anew_and_the_head_is_held():
+    decision = heal("local", "local", [node("head", HEAD, "ended"), node("worker-1", state="ended"),
+                                       node("worker-2", state="running")])
+    assert names(decision) == ["worker-1"]
+    assert [n.name for n, _ in decision.refused] == ["head"]
+    assert "bring the cluster up again" in decision.refused[0][1]
