@@ -44,6 +44,3 @@ def pip_conf(address: str) -> bytes:
     return (f"# gpufleet boot harness (here/boot/pypi.py): the job's packages from the mirror on the bridge\n"
             f"[global]\nindex-url = http://{address}/simple/\ntrusted-host = {address}\n").encode()
 
-
-def serve_command(index: Path, address: str) -> list[str]:
-    return [sys.executable, "-m", "http.server", "80", "--bind", address, "--directory", str(index.parent)]
