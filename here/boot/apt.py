@@ -71,6 +71,15 @@ ARCHIVE_SUITES = {"debian": (SUITE, f"{SUITE}-updates"), "debian-security": (f"{
 KEY_NAME = "gpufleet boot harness mirror <mirror@gpufleet.invalid>"
 
 
+def _gpg(home: Path, *args: str) -> str:
+    """gpg on the harness's own keyring; the agent it starts for the secret key is ended with it."""
+    try:
+        return subprocess.run(["gpg", "--homedir", str(home), "--batch", *args], check=True, capture_output=True,
+                              text=True).stdout
+    finally:
+        subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], check=False, capture_output=True)
+
+
 def signing_key() -> tuple[Path, str]:
     """(gpg home, fingerprint) of the key the harness signs its archive with, made once. A node trusts it as a cloud
     image trusts its distribution's key (trusted_key), so apt checks the mirror's signatures for real."""
@@ -78,21 +87,17 @@ def signing_key() -> tuple[Path, str]:
     if not (home / "fingerprint").exists():
         shutil.rmtree(home, ignore_errors=True)
         home.mkdir(parents=True, mode=0o700)
-        gpg = ["gpg", "--homedir", str(home), "--batch"]
-        subprocess.run([*gpg, "--passphrase", "", "--quick-generate-key", KEY_NAME, "ed25519", "sign", "never"],
-                       check=True, capture_output=True)
-        listing = subprocess.run([*gpg, "--with-colons", "--list-secret-keys"], check=True, capture_output=True,
-                                 text=True).stdout
-        fingerprint = next(line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:"))
-        (home / "fingerprint").write_text(fingerprint)
+        _gpg(home, "--passphrase", "", "--quick-generate-key", KEY_NAME, "ed25519", "sign", "never")
+        listing = _gpg(home, "--with-colons", "--list-secret-keys")
+        (home / "fingerprint").write_text(next(line.split(":")[9] for line in listing.splitlines()
+                                               if line.startswith("fpr:")))
     return home, (home / "fingerprint").read_text()
 
 
 def trusted_key() -> bytes:
     """The signing key's public half, armored, as apt reads it from /etc/apt/trusted.gpg.d/*.asc."""
     home, fingerprint = signing_key()
-    return subprocess.run(["gpg", "--homedir", str(home), "--batch", "--armor", "--export", fingerprint], check=True,
-                          capture_output=True).stdout
+    return _gpg(home, "--armor", "--export", fingerprint).encode()
 
 
 def _release(suite: str, packages: bytes) -> str:
@@ -119,9 +124,8 @@ def archive(repo: Path) -> Path:
             (dists / "main/binary-amd64").mkdir(parents=True)
             (dists / "main/binary-amd64/Packages").write_bytes(index)
             (dists / "Release").write_text(_release(suite, index))
-            subprocess.run(["gpg", "--homedir", str(home), "--batch", "--yes", "--local-user", fingerprint,
-                            "--clearsign", "--output", str(dists / "InRelease"), str(dists / "Release")],
-                           check=True, capture_output=True)
+            _gpg(home, "--yes", "--local-user", fingerprint, "--clearsign", "--output", str(dists / "InRelease"),
+                 str(dists / "Release"))
     (work / "debian/pool").symlink_to(repo)
     (work / ".complete").touch()
     shutil.rmtree(root, ignore_errors=True)
