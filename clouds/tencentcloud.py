@@ -84,9 +84,8 @@ SERVICE_EGRESS = (FirewallRule("egress", "udp", 53, 53, "0.0.0.0/0", "DNS: the V
 # (docs/cloud-facts.md#tencent-registry-mirror, docs/cloud-facts.md#package-mirrors).
 HUB_MIRROR = "https://mirror.ccs.tencentyun.com"
 VPC_MIRROR = "http://mirrors.tencentyun.com"
-# Region ids are ap-<city>[-fsi]: the mainland's cities among them (docs/cloud-facts.md#package-mirrors).
-MAINLAND_CITIES = frozenset({"beijing", "shanghai", "guangzhou", "chengdu", "chongqing", "nanjing", "shenzhen",
-                             "tianjin"})
+# Region ids are ap-<city>[-...]: the mainland cities among the catalog regions (docs/cloud-facts.md#package-mirrors).
+MAINLAND_CITIES = frozenset({"beijing", "shanghai", "guangzhou", "chengdu", "chongqing", "nanjing"})
 
 
 def in_mainland(region: str) -> bool:
