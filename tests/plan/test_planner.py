@@ -191,8 +191,9 @@ def _cloud_plan(write_stack, cloud: str, where: tuple[str, str], **network):
 
 @pytest.mark.parametrize("cloud", sorted(MIRRORED))
 def test_a_mainland_stack_installs_from_the_clouds_in_vpc_mirror_unless_it_names_its_own(write_stack, cloud):
-    """pip and apt come from the cloud's mirror site inside the VPC in a mainland region (docs/cloud-facts.md#package-
-    mirrors), outside the mainland from the upstream hosts; a mirror the stack names wins for that thing alone."""
+    """pip and apt come from the cloud's mirror site inside the VPC in a mainland region
+    (docs/cloud-facts.md#package-mirrors), outside the mainland from the upstream hosts; a mirror the stack names wins
+    for that thing alone."""
     mainland_zone, abroad_zone, _, site = MIRRORED[cloud]
     mainland = _cloud_plan(write_stack, cloud, mainland_zone)
     assert (mainland.network.mirrors.pip, mainland.network.mirrors.apt) == (f"{site}/pypi/simple/", site)
