@@ -205,9 +205,16 @@ def test_a_plain_image_takes_nvidias_repository_and_its_distribution_from_the_pl
     apt_calls = [line for line in lines if line.startswith("apt-get")]
     assert all(f"Dir::Etc::SourceList={own}/sources.list -o Dir::Etc::SourceParts={own}/sources.list.d" in line
                for line in apt_calls), apt_calls
-    os_release = dict(line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line)
-    distribution = "debian" if os_release.get("ID") == "debian" else "ubuntu"
-    assert (own / "sources.list").read_text().splitlines()[0].startswith(f"deb {archive}/{distribution} ")
+    # This host's release, laid out as its distribution's archive is (Debian: security in its own tree).
+    release = dict(line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line)
+    name = release["VERSION_CODENAME"].strip('"')
+    if release["ID"] == "debian":
+        suites = [f"{archive}/debian {name} main", f"{archive}/debian {name}-updates main",
+                  f"{archive}/debian-security {name}-security main"]
+    else:
+        parts = "main restricted universe multiverse"
+        suites = [f"{archive}/ubuntu {name}{suffix} {parts}" for suffix in ("", "-updates", "-security")]
+    assert (own / "sources.list").read_text().splitlines() == [f"deb {suite}" for suite in suites]
 
 
 @pytest.mark.parametrize(("fail", "reason"), [("modprobe", f"driver:module:{KERNEL}"),
