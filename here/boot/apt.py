@@ -2,7 +2,8 @@
 need beyond what the image already has, downloaded once by this host's apt from Debian's mirror and served as a flat
 repository (`python -m http.server`). A cloud image's apt points at its cloud's mirror inside the VPC
 (mirrors.cloud.aliyuncs.com, mirrors.tencentyun.com, the regional Ubuntu archive on AWS); the node's sources.list
-here points at this one instead, so `apt-get update` and `apt-get install` run for real without a route out."""
+here points at this one instead, so `apt-get update` and `apt-get install` run for real without a route out. Where
+the plan names an archive mirror, the same packages are served laid out and signed as Debian's archive (`archive`)."""
 
 from __future__ import annotations
 

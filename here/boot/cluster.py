@@ -1,6 +1,7 @@
 """Boot a plan's nodes for real: `with Boot(plan) as boot:` makes the network, starts the cloud's metadata service,
-the object store holding the code bundle, the PyPI mirror and the image's apt mirror in the bridge namespace, and
-powers on one machine per node with the user-data the plan renders (plan.head.user_data / plan.worker.user_data),
+the object store holding the code bundle, the PyPI mirror and the image's apt mirror in the bridge namespace (also
+under the mirror host names the plan's nodes are told, here.boot.mirrors), and powers on one machine per node
+with the user-data the plan renders (plan.head.user_data / plan.worker.user_data),
 gzip and base64 exactly as the realizers hand it to the cloud (components.realizers.encoding); a plan whose bucket is a
 directory (the local cloud's) gets it mounted into every machine instead of the store. Leaving the block
 ends every machine and process and deletes the namespaces, also after a failure; the run's directory (machines'
@@ -8,7 +9,8 @@ disks, service logs) stays for the report until `keep` is false.
 
 What each machine's disk gets before its first boot besides the image is listed in `_disk_files`: the image's
 datasource setting, the harness's static network (cloud-init must not replace the address), the VPC's resolver,
-the run's CA in the system store, pip's and apt's mirrors and, with GF_FAKE_GPU, the GPU stack
+the run's CA in the system store, pip's and apt's mirrors (unless `internet` is false: the blocked-internet drill),
+the key the harness's archive is signed with and, with GF_FAKE_GPU, the GPU stack
 (here.boot.gpu). None of it is in user-data, which stays as the plan renders it. A killed run leaves nothing
 the next one does not sweep (here.boot.lifetime).
 """
