@@ -28,6 +28,7 @@ from plan.model import (
     PlacementPlan,
     ScalingPlan,
 )
+from plan.node import Mirrors
 from plan.permissions import ANY, OWN_GROUPS, OWN_INSTANCES, api_call, store_calls
 from plan.placement import PlacementAsk
 from plan.profile import (
@@ -39,6 +40,7 @@ from plan.profile import (
     ImageQuery,
     StoreApi,
     default_endpoint,
+    no_mirrors,
 )
 from plan.rollout import FLEET_ROLL, GROUP_REPLACE, REPLACE
 from plan.workers import mixed_group, per_market
@@ -136,6 +138,17 @@ def erdma_fixed_size(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem
                       "give nodes as one number, or use a type without eRDMA for an elastic cluster.")
 
 
+# Alibaba Cloud's mirror site inside a VPC (docs/cloud-facts.md#package-mirrors): PyPI and the distributions' archives.
+VPC_MIRROR = "http://mirrors.cloud.aliyuncs.com"
+
+
+def mirrors(region: str) -> Mirrors:
+    """The in-VPC mirror in mainland regions; no Docker Hub mirror for every account, no documented CUDA one."""
+    if not in_mainland(region):
+        return no_mirrors(region)
+    return Mirrors(pip=f"{VPC_MIRROR}/pypi/simple/", apt=VPC_MIRROR, cuda="", registry="")
+
+
 def hub_mirror_advice(region: str) -> str:
     """Alibaba's Docker Hub accelerator is per account (docs/cloud-facts.md#tencent-registry-mirror), so a stack in
     a mainland region (every cn-* but cn-hongkong) names its own."""
@@ -216,5 +229,7 @@ ALICLOUD = CloudProfile(
     # A released instance reads as gone (docs/cloud-facts.md#heal-instance-states).
     dead_states=frozenset({"Stopping", "Stopped"}),
     rules=(erdma_fixed_size,),
+    mirrors=mirrors,
+    needs_mirrors=in_mainland,
     hub_mirror_advice=hub_mirror_advice,
 )

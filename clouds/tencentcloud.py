@@ -29,6 +29,7 @@ from plan.model import (
     PlacementPlan,
     ScalingPlan,
 )
+from plan.node import Mirrors
 from plan.permissions import ANY, OWN_GROUPS, api_call, store_calls
 from plan.placement import PlacementAsk
 from plan.prices import spot_ceiling
@@ -79,6 +80,27 @@ LIMITS = CloudLimits(
 # (docs/cloud-facts.md#tencent-security-groups).
 SERVICE_EGRESS = (FirewallRule("egress", "udp", 53, 53, "0.0.0.0/0", "DNS: the VPC's resolvers"),
                   FirewallRule("egress", "udp", 123, 123, "0.0.0.0/0", "NTP: Tencent's time servers"))
+
+
+# Tencent Cloud's Docker Hub mirror and its software mirror site, both answering inside Tencent Cloud
+# (docs/cloud-facts.md#tencent-registry-mirror, docs/cloud-facts.md#package-mirrors).
+HUB_MIRROR = "https://mirror.ccs.tencentyun.com"
+VPC_MIRROR = "http://mirrors.tencentyun.com"
+# Region ids are ap-<city>[-...]: the mainland cities among the catalog regions (docs/cloud-facts.md#package-mirrors).
+MAINLAND_CITIES = frozenset({"beijing", "shanghai", "guangzhou", "chengdu", "chongqing", "nanjing"})
+
+
+def in_mainland(region: str) -> bool:
+    parts = region.split("-")
+    return len(parts) >= 2 and parts[0] == "ap" and parts[1] in MAINLAND_CITIES
+
+
+def mirrors(region: str) -> Mirrors:
+    """The Docker Hub mirror everywhere (as before); the mirror site's PyPI and archives where the region needs them.
+    No NVIDIA CUDA mirror of Tencent's was found."""
+    if not in_mainland(region):
+        return Mirrors(pip="", apt="", cuda="", registry=HUB_MIRROR)
+    return Mirrors(pip=f"{VPC_MIRROR}/pypi/simple/", apt=VPC_MIRROR, cuda="", registry=HUB_MIRROR)
 
 
 def is_hcc(row: InstanceType) -> bool:
@@ -243,5 +265,6 @@ TENCENTCLOUD = CloudProfile(
     dead_states=frozenset({"STOPPING", "STOPPED", "SHUTDOWN", "TERMINATING"}),
     rules=(international_spot, spot_price, hcc, bucket_name),
     service_egress=SERVICE_EGRESS,
-    registry_mirror="https://mirror.ccs.tencentyun.com",  # docs/cloud-facts.md#tencent-registry-mirror
+    mirrors=mirrors,
+    needs_mirrors=in_mainland,
 )

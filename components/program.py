@@ -8,6 +8,7 @@ from clouds import CLOUDS
 from clouds.plans import plan_for
 from clouds.rules import validate
 from components.realizers import look_up, realize
+from plan.mirrors import mirror_advice
 from plan.model import ClusterPlan
 from spec.cluster import ClusterSpec
 from spec.errors import SpecError
@@ -43,19 +44,6 @@ def plan_from_config() -> ClusterPlan:
     return load(*cluster_config(), pulumi.get_stack())[1]
 
 
-def monitoring_advice(cluster: ClusterPlan) -> list[str]:
-    """What the plan leaves to the stack for monitoring: a Docker Hub mirror where the cloud has none for every
-    account (CloudProfile.hub_mirror_advice). Training never waits on the monitor, so this is a warning."""
-    cloud = CLOUDS[cluster.cloud]
-    advice = cloud.hub_mirror_advice(cluster.region)
-    if not advice or cluster.network.registry_mirror:
-        return []
-    return [f"monitoring needs network.registryMirror in {cluster.region}: {cloud.title} has no Docker Hub mirror "
-            f"there for every account; {advice}. Without one, Prometheus and Grafana may not pull: the monitor then "
-            "fails in its own status, and training does not wait on it. The DCGM exporter comes from nvcr.io, which "
-            "no cloud here mirrors."]
-
-
 class InvalidStack(pulumi.RunError):
     """What `pulumi up` shows for a bad stack: the engine prints a RunError's message without a traceback."""
 
@@ -69,7 +57,7 @@ def main() -> None:
         cluster = plan_from_config()
     except SpecError as error:
         raise InvalidStack(error) from None
-    for advice in monitoring_advice(cluster):
+    for advice in mirror_advice(cluster, CLOUDS[cluster.cloud]):
         pulumi.log.warn(advice)
     for key, value in realize(cluster).items():
         pulumi.export(key, value)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from plan.catalog import InstanceType
-from plan.node import NodePlan, SoftwarePlan
+from plan.node import Mirrors, NodePlan, SoftwarePlan
 
 if TYPE_CHECKING:
     from plan.candidates import Availability
@@ -39,7 +39,7 @@ class NetworkPlan:
     head_address: str
     mtu: int
     nat: bool  # nodes reach the internet through a NAT gateway in the public subnet (no NAT on the local cluster)
-    registry_mirror: str = ""  # the Docker Hub mirror nodes pull containers through: the stack's, else the cloud's
+    mirrors: Mirrors  # where nodes fetch packages and containers (plan/mirrors.py)
 
     def node_addresses(self, count: int) -> tuple[str, ...]:
         """Fixed addresses for clouds that do not hand them out (the local cluster): head first."""

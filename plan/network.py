@@ -5,12 +5,14 @@ from __future__ import annotations
 import ipaddress
 
 from plan.model import NetworkPlan, Subnet
+from plan.node import Mirrors
 
 # The head node's host number in the private subnet: clear of the addresses clouds reserve at the start.
 HEAD_HOST = 10
+NO_MIRRORS = Mirrors(pip="", apt="", cuda="", registry="")
 
 
-def plan_network(vpc_cidr: str, mtu: int, nat: bool, registry_mirror: str = "") -> NetworkPlan:
+def plan_network(vpc_cidr: str, mtu: int, nat: bool, mirrors: Mirrors = NO_MIRRORS) -> NetworkPlan:
     """First half of the VPC for nodes, the start of the second half (a /24 at most) for the NAT gateway."""
     vpc = ipaddress.IPv4Network(vpc_cidr)
     private, public = node_subnets(vpc)
@@ -21,7 +23,7 @@ def plan_network(vpc_cidr: str, mtu: int, nat: bool, registry_mirror: str = "") 
         head_address=str(private.network_address + HEAD_HOST),
         mtu=mtu,
         nat=nat,
-        registry_mirror=registry_mirror,
+        mirrors=mirrors,
     )
 
 

@@ -43,6 +43,18 @@ class SoftwarePlan:
 
 
 @dataclass(frozen=True)
+class Mirrors:
+    """Where a node fetches what it installs at boot instead of the internet's hosts (plan/mirrors.py decides them:
+    the stack's network.*Mirror, else its cloud's in-VPC mirror in that region); "" = the upstream host."""
+
+    pip: str  # a PyPI simple index (pip's index URL)
+    apt: str  # an archive root that serves ubuntu/, debian/ and debian-security/ as the distributions lay them out
+    # NVIDIA's CUDA repositories: <os>/x86_64/ under it, as under developer.download.nvidia.com/compute/cuda/repos
+    cuda: str
+    registry: str  # a Docker Hub mirror (docker's registry-mirrors)
+
+
+@dataclass(frozen=True)
 class HealthPlan:
     """What the health gate, its NCCL probe and the cluster acceptance hold the node to besides the node's own GPUs,
     fabric and NCCL_NET (cloud-init/health/README.md documents each), decided from the same values that configure
@@ -110,7 +122,7 @@ class NodePlan:
     dcgm_exporter_image: str  # the monitor's container images, pinned
     prometheus_image: str
     grafana_image: str
-    registry_mirror: str  # the Docker Hub mirror the monitor's containers come through; "" = Docker Hub
+    mirrors: Mirrors  # pip, apt, NVIDIA's CUDA repository and Docker Hub, where the plan names a mirror for them
     image_pull_timeout_s: int  # the monitor gives up on an image after this
     pip_packages: tuple[str, ...]  # the job's pip requirements for /opt/gpufleet/venv; () = the image's python
     tools: tuple[str, ...]  # the node's tools venv: the store client and the cloud's API SDK pins

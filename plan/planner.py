@@ -16,6 +16,7 @@ from plan.fallback import launch_types
 from plan.firewall import plan_firewall
 from plan.identity import CLUSTER_TAG, cluster_identity, identity_digest, project_name
 from plan.lifecycle import plan_lifecycle
+from plan.mirrors import plan_mirrors
 from plan.model import (
     HEAD,
     INSTANCES,
@@ -145,7 +146,7 @@ def plan(spec: ClusterSpec, stack: str, cloud: CloudProfile, facts: DeployFacts 
     identity = cluster_identity(name, project, stack, spec.region)
     fabric = plan_fabric(spec.network.fabric, row, cloud.nccl_env)
     network = plan_network(spec.network.vpc_cidr, cloud.mtu[fabric.kind], cloud.nat_egress,
-                           spec.network.registry_mirror or cloud.registry_mirror)
+                           plan_mirrors(spec.network, cloud, spec.region))
     market = _market(spec, cloud, row, facts)
     scaling = ScalingPlan(nodes_min=spec.counts.min, nodes_desired=spec.counts.desired, nodes_max=spec.counts.max,
                           gpu_util_target=spec.autoscaling.gpu_util_target)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from plan.limits import CloudLimits
 from plan.model import CodeUpload, FirewallRule, MarketPlan, PlacementPlan, ScalingPlan, WorkerGroupPlan
+from plan.node import Mirrors
 from plan.permissions import Call
 from plan.workers import mixed_group
 
@@ -69,6 +70,15 @@ def no_account(bucket: str) -> str | None:
 def default_endpoint(region: str, bucket: str, domain: str | None) -> CodeUpload | str:
     """A cloud whose default endpoint takes the bundle from anywhere: nothing else to name, no domain to bind."""
     return "its default endpoint takes the upload from anywhere." if domain else CodeUpload()
+
+
+def no_mirrors(region: str) -> Mirrors:
+    """A cloud whose nodes fetch from the upstream hosts everywhere."""
+    return Mirrors(pip="", apt="", cuda="", registry="")
+
+
+def nowhere(region: str) -> bool:
+    return False
 
 
 def no_hub_mirror_advice(region: str) -> str:
@@ -165,8 +175,12 @@ class CloudProfile:
     nat_egress: bool = True  # nodes leave through a NAT gateway (the local cluster has none)
     # Egress the cloud's own services need where its security groups deny what no rule allows (DNS, NTP).
     service_egress: tuple[FirewallRule, ...] = ()
-    # The Docker Hub mirror its nodes reach inside the cloud (the monitoring containers' pulls), "" = Docker Hub.
-    registry_mirror: str = ""
+    # The mirrors its nodes reach inside the cloud in a region (pip, apt, NVIDIA's CUDA repository, Docker Hub), where
+    # the region needs them: a stack's own network.*Mirror replaces each (plan/mirrors.py); "" = the upstream host.
+    mirrors: Callable[[str], Mirrors] = no_mirrors
+    # Regions from which the internet's package hosts (pypi.org, NVIDIA's, Docker Hub, nvcr.io) are slow or blocked
+    # (the Chinese mainland): there `fleet plan` names each thing no mirror serves and the setting that names one.
+    needs_mirrors: Callable[[str], bool] = nowhere
     # Where the cloud has no Docker Hub mirror for every account: in such a region, how the stack names its own
     # (`fleet plan` says so when network.registryMirror is unset); "" where Docker Hub or the cloud's mirror serves.
     hub_mirror_advice: Callable[[str], str] = no_hub_mirror_advice

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from plan.catalog import InstanceType
 from plan.health import plan_health
 from plan.matrix import image_matrix
+from plan.mirrors import rehomed
 from plan.model import HEAD, WORKER, FabricPlan, LifecyclePlan, MarketPlan, NetworkPlan, StoragePlan
 from plan.node import NodePlan, SoftwarePlan
 from plan.profile import CloudProfile
@@ -101,8 +102,8 @@ def plan_node(spec: ClusterSpec, cloud: CloudProfile, row: InstanceType, role: s
         imds_token_header=cloud.imds_token_header, software=software, permanent_failures=PERMANENT_FAILURES,
         failure_budget=FAILURE_BUDGET, failure_uri=failure_records(storage.checkpoint_uri),
         node_exporter_port=METRICS_PORTS[0], dcgm_exporter_port=METRICS_PORTS[1], prometheus_port=PROMETHEUS_PORT,
-        grafana_port=GRAFANA_PORT, dcgm_exporter_image=IMAGES["dcgm_exporter"],
+        grafana_port=GRAFANA_PORT, dcgm_exporter_image=rehomed(IMAGES["dcgm_exporter"], spec.network.nvcr_mirror),
         prometheus_image=IMAGES["prometheus"], grafana_image=IMAGES["grafana"],
-        registry_mirror=network.registry_mirror, image_pull_timeout_s=IMAGE_PULL_TIMEOUT_S,
+        mirrors=network.mirrors, image_pull_timeout_s=IMAGE_PULL_TIMEOUT_S,
         pip_packages=pip_packages, tools=tools, image_matrix=image_matrix(software, pip_packages, tools),
         in_scaling_group=in_scaling_group, local=cloud.runs_here, health=plan_health(row, fabric, spec.gate))

@@ -25,6 +25,10 @@ Cloud = Literal[tuple(CLOUDS)]
 FabricChoice = Literal["auto", "efa", "erdma", "rdma", "tcp"]
 SpotStrategy = Literal["price-capacity-optimized", "capacity-optimized", "lowest-price"]
 _MIRROR = re.compile(r"^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._/-]*)?$")
+# A package mirror: plain HTTP too, as the clouds' in-VPC mirrors serve (apt checks its signatures either way).
+_PACKAGE_MIRROR = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._/~-]*)?$")
+# A registry and repository prefix as an image reference starts (no scheme): "registry.example.com:5000/nvcr".
+_REGISTRY_PREFIX = re.compile(r"^[A-Za-z0-9.-]+\.[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[a-z0-9._-]+)*$")
 _PORT_RANGE = re.compile(r"^\s*(\d{1,5})\s*-\s*(\d{1,5})\s*$")
 # A DNS name short enough that "<bucket>." (63 characters at most) in front of it stays within DNS's 253.
 _DOMAIN = re.compile(r"^(?=.{4,189}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
@@ -69,6 +73,22 @@ class Network(SpecModel):
     registry_mirror: str | None = Field(
         None, description="Docker Hub mirror (an https:// URL) the nodes pull the monitoring containers through; "
                           "unset: the cloud's own in-VPC mirror where it has one, else Docker Hub.")
+    pip_mirror: str | None = Field(
+        None, description="PyPI index (a simple index URL, http:// or https://) the nodes install torch, the job's "
+                          "packages and their tools from; unset: the cloud's in-VPC mirror where the region needs "
+                          "one (Chinese mainland regions), else pypi.org.")
+    apt_mirror: str | None = Field(
+        None, description="Debian/Ubuntu archive mirror (the URL under which ubuntu/, debian/ and debian-security/ "
+                          "lie) the nodes install packages from; unset: the cloud's in-VPC mirror where the region "
+                          "needs one (Chinese mainland regions), else the image's own sources.")
+    cuda_mirror: str | None = Field(
+        None, description="Mirror of NVIDIA's CUDA repositories (the URL under which ubuntu2204/x86_64/ lies, as "
+                          "under developer.download.nvidia.com/compute/cuda/repos) plain images install the driver "
+                          "from; unset: the cloud's in-VPC mirror where it has one, else NVIDIA's.")
+    nvcr_mirror: str | None = Field(
+        None, description="Registry (and repository prefix, no scheme: \"registry.example.com/nvcr\") serving "
+                          "nvcr.io's images under their own names, for the DCGM exporter; no cloud mirrors nvcr.io. "
+                          "Unset: nvcr.io.")
 
     @field_validator("vpc_cidr")
     @classmethod
@@ -80,6 +100,20 @@ class Network(SpecModel):
     def _mirror(cls, value: str | None) -> str | None:
         if value is not None and not _MIRROR.fullmatch(value):
             raise ValueError(f"{value!r} is not a registry URL like \"https://<id>.mirror.aliyuncs.com\"")
+        return value
+
+    @field_validator("pip_mirror", "apt_mirror", "cuda_mirror")
+    @classmethod
+    def _package_mirror(cls, value: str | None) -> str | None:
+        if value is not None and not _PACKAGE_MIRROR.fullmatch(value):
+            raise ValueError(f"{value!r} is not a mirror URL like \"http://mirrors.example.com/pypi/simple\"")
+        return value
+
+    @field_validator("nvcr_mirror")
+    @classmethod
+    def _registry_prefix(cls, value: str | None) -> str | None:
+        if value is not None and not _REGISTRY_PREFIX.fullmatch(value):
+            raise ValueError(f"{value!r} is not a registry like \"registry.example.com/nvcr\" (no https://)")
         return value
 
     @field_validator("nccl_port_range")

@@ -38,15 +38,31 @@ meta() { # URL
   curl -fsS --max-time 3 -H "$GF_IMDS_TOKEN_HEADER: $token" "$1"
 }
 
-# apt on a node: one `apt-get update` per boot, and every apt call waits for the dpkg lock (unattended-upgrades, or
-# another gpufleet script) instead of failing on it. The flock keeps the node's own scripts from racing each other.
+# The plan's mirrors (plan/mirrors.py): pip's index; apt's sources from the archive mirror in place of the image's
+# (APT_SOURCES: where gpufleet adds one). apt waits for the dpkg lock and updates once a boot.
+[ -z "$GF_MIRRORS_PIP" ] || export PIP_INDEX_URL="$GF_MIRRORS_PIP"
+if [[ "$GF_MIRRORS_PIP" == http://* ]]; then
+  PIP_TRUSTED_HOST="${GF_MIRRORS_PIP#http://}" && export PIP_TRUSTED_HOST="${PIP_TRUSTED_HOST%%/*}"
+fi
 APT_LOCK_TIMEOUT_S=600
+APT_SOURCES="$ROOT/etc/apt/sources.list.d"
+[ -z "$GF_MIRRORS_APT" ] || APT_SOURCES="$ETC/apt/sources.list.d"
 apt_get() { # apt-get ARGS...
+  local own=()
+  [ -z "$GF_MIRRORS_APT" ] || own=(-o "Dir::Etc::SourceList=$ETC/apt/sources.list" -o "Dir::Etc::SourceParts=$APT_SOURCES")
   DEBIAN_FRONTEND=noninteractive flock -w "$APT_LOCK_TIMEOUT_S" "$RUN/apt.lock" \
-    apt-get -o DPkg::Lock::Timeout="$APT_LOCK_TIMEOUT_S" "$@"
+    apt-get "${own[@]}" -o DPkg::Lock::Timeout="$APT_LOCK_TIMEOUT_S" "$@"
 }
-apt_install() { # [APT-OPTION...] PACKAGE...: from the image's mirror, after this boot's one `apt-get update`
-  if [ ! -e "$RUN/apt-updated" ]; then apt_get update -q && touch "$RUN/apt-updated"; fi
+apt_install() { # [APT-OPTION...] PACKAGE...
+  if [ ! -e "$RUN/apt-updated" ]; then
+    if [ -n "$GF_MIRRORS_APT" ]; then # laid out as Debian's archive is, else as Ubuntu's
+      mkdir -p "$APT_SOURCES" && (. /etc/os-release && m="${GF_MIRRORS_APT%/}/$ID" r="$VERSION_CODENAME" c=main
+        [ "$ID" = debian ] || c="main restricted universe multiverse"
+        printf 'deb %s %s %s\n' "$m" "$r" "$c" "$m" "$r-updates" "$c" "${m/%debian/debian-security}" "$r-security" "$c"
+      ) > "$ETC/apt/sources.list"
+    fi
+    apt_get update -q && touch "$RUN/apt-updated"
+  fi
   apt_get install -yq --no-install-recommends "$@"
 }
 apt_sources_added() { rm -f "$RUN/apt-updated"; } # a new repository: the next apt_install refreshes the index

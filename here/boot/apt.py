@@ -2,7 +2,8 @@
 need beyond what the image already has, downloaded once by this host's apt from Debian's mirror and served as a flat
 repository (`python -m http.server`). A cloud image's apt points at its cloud's mirror inside the VPC
 (mirrors.cloud.aliyuncs.com, mirrors.tencentyun.com, the regional Ubuntu archive on AWS); the node's sources.list
-here points at this one instead, so `apt-get update` and `apt-get install` run for real without a route out."""
+here points at this one instead, so `apt-get update` and `apt-get install` run for real without a route out. Where
+the plan names an archive mirror, the same packages are served laid out and signed as Debian's archive (`archive`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import hashlib
 import shutil
 import subprocess
 import sys
+from email.utils import formatdate
 from pathlib import Path
 
 from here.boot.rootfs import CACHE, MIRROR, SUITE, Image, tree
@@ -62,3 +64,71 @@ def sources_list(address: str) -> bytes:
 
 def serve_command(repo: Path, address: str) -> list[str]:
     return [sys.executable, "-m", "http.server", str(PORT), "--bind", address, "--directory", str(repo)]
+
+
+# The suites a node's sources name when it reads Debian's archive from a mirror (gpufleet-lib.sh apt_mirror_sources):
+# the packages are in the release's own suite; its updates and security suites are there, empty.
+ARCHIVE_SUITES = {"debian": (SUITE, f"{SUITE}-updates"), "debian-security": (f"{SUITE}-security",)}
+KEY_NAME = "gpufleet boot harness mirror <mirror@gpufleet.invalid>"
+
+
+def _gpg(home: Path, *args: str) -> str:
+    """gpg on the harness's own keyring; the agent it starts for the secret key is ended with it."""
+    try:
+        return subprocess.run(["gpg", "--homedir", str(home), "--batch", *args], check=True, capture_output=True,
+                              text=True).stdout
+    finally:
+        subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], check=False, capture_output=True)
+
+
+def signing_key() -> tuple[Path, str]:
+    """(gpg home, fingerprint) of the key the harness signs its archive with, made once. A node trusts it as a cloud
+    image trusts its distribution's key (trusted_key), so apt checks the mirror's signatures for real."""
+    home = CACHE / "apt" / "gpg"
+    if not (home / "fingerprint").exists():
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(parents=True, mode=0o700)
+        _gpg(home, "--passphrase", "", "--quick-generate-key", KEY_NAME, "ed25519", "sign", "never")
+        listing = _gpg(home, "--with-colons", "--list-secret-keys")
+        (home / "fingerprint").write_text(next(line.split(":")[9] for line in listing.splitlines()
+                                               if line.startswith("fpr:")))
+    return home, (home / "fingerprint").read_text()
+
+
+def trusted_key() -> bytes:
+    """The signing key's public half, armored, as apt reads it from /etc/apt/trusted.gpg.d/*.asc."""
+    home, fingerprint = signing_key()
+    return _gpg(home, "--armor", "--export", fingerprint).encode()
+
+
+def _release(suite: str, packages: bytes) -> str:
+    return (f"Origin: gpufleet-boot\nLabel: gpufleet-boot\nSuite: {suite}\nCodename: {suite}\n"
+            f"Date: {formatdate(usegmt=True)}\nArchitectures: amd64\nComponents: main\nSHA256:\n"
+            f" {hashlib.sha256(packages).hexdigest()} {len(packages)} main/binary-amd64/Packages\n")
+
+
+def archive(repo: Path) -> Path:
+    """The repository laid out as Debian's archive is (ARCHIVE_SUITES: dists/<suite>/main/binary-amd64/Packages and a
+    signed InRelease, the .debs under debian/pool/), so a node whose sources name an archive mirror reads it as it
+    would the cloud's: <this>/debian and <this>/debian-security."""
+    root = repo.with_name(f"{repo.name}-archive")
+    if (root / ".complete").exists():
+        return root
+    home, fingerprint = signing_key()
+    work = root.with_name(f"{root.name}.partial")
+    shutil.rmtree(work, ignore_errors=True)
+    packages = (repo / "Packages").read_bytes().replace(b"\nFilename: ./", b"\nFilename: pool/")
+    for path, suites in ARCHIVE_SUITES.items():
+        for suite in suites:
+            index = packages if suite == SUITE else b""
+            dists = work / path / "dists" / suite
+            (dists / "main/binary-amd64").mkdir(parents=True)
+            (dists / "main/binary-amd64/Packages").write_bytes(index)
+            (dists / "Release").write_text(_release(suite, index))
+            _gpg(home, "--yes", "--local-user", fingerprint, "--clearsign", "--output", str(dists / "InRelease"),
+                 str(dists / "Release"))
+    (work / "debian/pool").symlink_to(repo)
+    (work / ".complete").touch()
+    shutil.rmtree(root, ignore_errors=True)
+    work.rename(root)
+    return root

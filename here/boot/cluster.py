@@ -1,6 +1,7 @@
 """Boot a plan's nodes for real: `with Boot(plan) as boot:` makes the network, starts the cloud's metadata service,
-the object store holding the code bundle, the PyPI mirror and the image's apt mirror in the bridge namespace, and
-powers on one machine per node with the user-data the plan renders (plan.head.user_data / plan.worker.user_data),
+the object store holding the code bundle, the PyPI mirror and the image's apt mirror in the bridge namespace (also
+under the mirror host names the plan's nodes are told, here.boot.mirrors), and powers on one machine per node
+with the user-data the plan renders (plan.head.user_data / plan.worker.user_data),
 gzip and base64 exactly as the realizers hand it to the cloud (components.realizers.encoding); a plan whose bucket is a
 directory (the local cloud's) gets it mounted into every machine instead of the store. Leaving the block
 ends every machine and process and deletes the namespaces, also after a failure; the run's directory (machines'
@@ -8,7 +9,8 @@ disks, service logs) stays for the report until `keep` is false.
 
 What each machine's disk gets before its first boot besides the image is listed in `_disk_files`: the image's
 datasource setting, the harness's static network (cloud-init must not replace the address), the VPC's resolver,
-the run's CA in the system store, pip's and apt's mirrors and, with GF_FAKE_GPU, the GPU stack
+the run's CA in the system store, pip's and apt's mirrors (unless `internet` is false: the blocked-internet drill),
+the key the harness's archive is signed with and, with GF_FAKE_GPU, the GPU stack
 (here.boot.gpu). None of it is in user-data, which stays as the plan renders it. A killed run leaves nothing
 the next one does not sweep (here.boot.lifetime).
 """
@@ -34,7 +36,22 @@ from pathlib import Path
 
 from clouds import booted_profile
 from components.realizers.encoding import gzip_base64
-from here.boot import apt, baked, clouds, fetched, gpu, lifetime, network, pypi, rootfs, store, storelog, tls, vpc
+from here.boot import (
+    apt,
+    baked,
+    clouds,
+    fetched,
+    gpu,
+    lifetime,
+    mirrors,
+    network,
+    pypi,
+    rootfs,
+    store,
+    storelog,
+    tls,
+    vpc,
+)
 from here.boot.machine import Machine, MachineConfig, cgroup_path
 from here.local.cloudconfig import document
 from here.metadata import state as metadata
@@ -100,7 +117,7 @@ class Boot:
 
     def __init__(self, plan: ClusterPlan, *, workers: int = 1, fake_gpu: bool | None = None,
                  driver: str | None = None, lifecycle: Mapping[str, str] | None = None,
-                 directory: Path | None = None, keep: bool = True) -> None:
+                 directory: Path | None = None, keep: bool = True, internet: bool = True) -> None:
         if node_settings(plan.head.user_data)["GF_LOCAL"] == "1":
             raise ValueError("a local-mode plan's nodes are processes, not machines: plan it with booted=True")
         self.plan = plan
@@ -113,6 +130,9 @@ class Boot:
         self.tag = "gfb" + secrets.token_hex(2)
         self.directory = directory or RUNS / self.tag
         self.keep = keep
+        # False: the blocked-internet drill. Nothing stands in for the internet's package hosts (no pip.conf or
+        # sources.list of the harness's): a node fetches only from the mirror hosts its plan names (here.boot.mirrors).
+        self.internet = internet
         self.nodes: list[BootNode] = []
         self.shares: dict[str, Path] = {}  # path on every machine -> this machine's directory mounted there
         self.net: network.BootNetwork | None = None
@@ -178,15 +198,16 @@ class Boot:
         user_data = {"head": plan.head.user_data, "worker": plan.worker.user_data}
         settings = {role: node_settings(text) for role, text in user_data.items()}
         packages = pip_packages(settings["head"])
-        if packages:
-            index = pypi.wheelhouse(packages)
-            self._service("pypi", pypi.serve_command(index, gateway), ready=None)
-            self.mirrors[self.directory / "pypi.log"] = index.parent
-
+        index = pypi.wheelhouse(packages) if packages else None
         image = stand_in(plan)
         repository = apt.repository(image)
-        self._service("apt", apt.serve_command(repository, gateway), ready=None)
-        self.mirrors[self.directory / "apt.log"] = repository
+        archive = apt.archive(repository) if settings["head"].get("GF_MIRRORS_APT") else None
+        site = mirrors.site(self.directory, settings["head"], index, archive, stand_in=self.internet)
+        self._service("mirrors", mirrors.serve_command(site, gateway), ready=None)
+        self.mirrors[self.directory / "mirrors.log"] = site
+        if self.internet:
+            self._service("apt", apt.serve_command(repository, gateway), ready=None)
+            self.mirrors[self.directory / "apt.log"] = repository
         instances = []
         for index, lay_node in enumerate(self.net.layout.nodes):
             role = lay_node.role
@@ -205,7 +226,7 @@ class Boot:
             if node.name in self.lifecycle:
                 metadata.set_lifecycle_state(self.state, node.instance.instance_id, self.lifecycle[node.name])
         self._service("metadata", [sys.executable, "-m", "here.metadata.service", str(self.state)])
-        names = dict.fromkeys(endpoints, gateway) | metadata.host_names(self.cloud)
+        names = dict.fromkeys((*endpoints, *mirrors.hosts(settings["head"])), gateway) | metadata.host_names(self.cloud)
         self._service("dnsmasq", vpc.dnsmasq_command(
             self.directory / "vpc", ipaddress.IPv4Network(plan.network.private.cidr), gateway,
             self.net.layout.bridge, plan.network.mtu, {i.mac: (i.private_ip, i.hostname) for i in instances}, names),
@@ -242,9 +263,12 @@ class Boot:
             "/etc/resolv.conf": (f"nameserver {gateway}\n".encode(), 0o644),
             "/usr/local/share/ca-certificates/gpufleet-boot.crt": (ca, 0o644),
             "/etc/ssl/certs/ca-certificates.crt": (system_store + ca, 0o644),
-            "/etc/pip.conf": (pypi.pip_conf(gateway), 0o644),
-            "/etc/apt/sources.list": (apt.sources_list(gateway), 0o644),
         }
+        if self.internet:  # the image's own pip and apt settings, which name the internet's hosts, stand-ins for them
+            files["/etc/pip.conf"] = (pypi.pip_conf(gateway), 0o644)
+            files["/etc/apt/sources.list"] = (apt.sources_list(gateway), 0o644)
+        if node.settings.get("GF_MIRRORS_APT"):  # the harness's archive is signed as the distribution's is
+            files["/etc/apt/trusted.gpg.d/gpufleet-boot-mirror.asc"] = (apt.trusted_key(), 0o644)
         user_data = base64.b64decode(node.instance.user_data_b64)
         files |= clouds.seed(self.cloud, node.instance, user_data)
         if node.fake_gpu:

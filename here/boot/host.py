@@ -12,6 +12,8 @@ TOOLS = {
     "dnsmasq": "dnsmasq-base",  # the VPC's DHCP and names (network.py)
     "dpkg-scanpackages": "dpkg-dev",  # the image's package mirror index (apt.py)
     "apt-get": "apt",  # the packages that mirror serves (apt.py)
+    "gpg": "gpg",  # the signature of its Debian archive layout (apt.py archive)
+    "gpgconf": "gpgconf",  # ends the key's agent (apt.py)
     "unshare": "util-linux",  # the machines' namespaces (rootfs.py, machine.py)
     "nsenter": "util-linux",
     "ip": "iproute2",  # the bridge and each machine's veth (vpc.py, cluster.py)

@@ -1,7 +1,8 @@
 """A PyPI mirror on the bridge: the job's pinned packages (the user-data's GF_PIP_PACKAGES), downloaded once with
-this host's pip into a wheelhouse and served as a simple index (`python -m http.server`). PyPI's torch==2.13.0 is
-the CUDA 13 build (several GB with its nvidia-* wheels); the mirror serves the same version's CPU build this
-host's pip resolves, so a node's `pip install` runs for real in seconds. The node's /etc/pip.conf points at it."""
+this host's pip into a wheelhouse and served as a simple index (here.boot.mirrors: under the plan's pip mirror URL, and
+at /simple/ for the node's /etc/pip.conf, the stand-in for pypi.org). PyPI's torch==2.13.0 is the CUDA 13 build
+(several GB with its nvidia-* wheels); the mirror serves the same version's CPU build this host's pip resolves, so a
+node's `pip install` runs for real in seconds."""
 
 from __future__ import annotations
 
@@ -44,6 +45,3 @@ def pip_conf(address: str) -> bytes:
     return (f"# gpufleet boot harness (here/boot/pypi.py): the job's packages from the mirror on the bridge\n"
             f"[global]\nindex-url = http://{address}/simple/\ntrusted-host = {address}\n").encode()
 
-
-def serve_command(index: Path, address: str) -> list[str]:
-    return [sys.executable, "-m", "http.server", "80", "--bind", address, "--directory", str(index.parent)]

@@ -25,7 +25,7 @@ STUBS = {
 
 
 def _monitor(local_node, tmp_path, mirror, gpus=0, settings=""):  # noqa: F811
-    root, _, env, _ = local_node(role="worker", gpus=gpus, registry_mirror=mirror)
+    root, _, env, _ = local_node(role="worker", gpus=gpus, mirrors_registry=mirror)
     with open(root / "etc/gpufleet/node.env", "a") as node_env:  # installed as a local node, now run as a cloud's
         node_env.write(f"GF_LOCAL='0'\n{settings}")
     stubs = tmp_path / "stubs"

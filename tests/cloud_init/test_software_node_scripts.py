@@ -146,7 +146,9 @@ INSTALL_STUBS = {
     "nvidia-smi": '[ -e "$GPUFLEET_TEST_CALLS.installed" ] || exit 9\necho "$GPUFLEET_TEST_DRIVER"',
     "uname": f'[ "$*" = -r ] && echo {KERNEL} || command -p uname "$@"',
     "curl": 'echo "curl $*" >> "$GPUFLEET_TEST_CALLS"',
-    "dpkg": 'echo "dpkg $*" >> "$GPUFLEET_TEST_CALLS"',
+    # The keyring package lists the repository entry it adds (dpkg -L), which names NVIDIA's own host.
+    "dpkg": 'echo "dpkg $*" >> "$GPUFLEET_TEST_CALLS"\n'
+            '[ "$*" != "-L cuda-keyring" ] || echo /etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list',
     "modprobe": 'echo "modprobe $*" >> "$GPUFLEET_TEST_CALLS"\n[ "$GPUFLEET_TEST_FAIL" != modprobe ]',
     "apt-get": 'echo "apt-get $*" >> "$GPUFLEET_TEST_CALLS"\n'
                'case "$*" in *" install "*linux-headers-*) [ "$GPUFLEET_TEST_FAIL" != linux-headers ] ;;\n'
@@ -154,9 +156,13 @@ INSTALL_STUBS = {
 }
 
 
-def _install(gpu_node, fail: str = ""):
+def _install(gpu_node, fail: str = "", **mirrors: str):
     """gpufleet-driver on a plain image without a driver, against INSTALL_STUBS: (result, root, recorded calls)."""
-    root, env, driver = gpu_node(DRIVER_VERSION, software_mode="install", software_driver=DRIVER_VERSION)
+    root, env, driver = gpu_node(DRIVER_VERSION, software_mode="install", software_driver=DRIVER_VERSION,
+                                 **{f"mirrors_{kind}": url for kind, url in mirrors.items()})
+    keyring_entry = root / "etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list"
+    keyring_entry.parent.mkdir(parents=True, exist_ok=True)
+    keyring_entry.write_text("deb [signed-by=...] https://developer.download.nvidia.com/compute/cuda/repos/... /\n")
     for name, body in INSTALL_STUBS.items():
         (root / "test-bin" / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
         (root / "test-bin" / name).chmod(0o755)
@@ -175,12 +181,40 @@ def test_a_plain_image_installs_the_pin_from_nvidias_repository_after_indexing_i
     assert result.returncode == 0, result.stderr
     order = [line.split()[0] + (" update" if " update" in line else " install" if " install " in line else "")
              for line in lines]
-    assert order == ["apt-get install", "curl", "dpkg", "apt-get update", "apt-get install", "modprobe"], lines
+    assert order == ["apt-get install", "curl", "dpkg", "dpkg", "apt-get update", "apt-get install", "modprobe"], lines
     assert lines[0].endswith(f"install -yq --no-install-recommends linux-headers-{KERNEL}"), lines[0]
     major = DRIVER_VERSION.split(".")[0]
-    assert lines[4].endswith(f"install -yq --no-install-recommends --allow-downgrades cuda-drivers-{major}="
-                             f"{DRIVER_VERSION}-* datacenter-gpu-manager nvidia-container-toolkit"), lines[4]
-    assert "DPkg::Lock::Timeout=" in lines[4], "waits for another apt instead of failing"
+    assert lines[5].endswith(f"install -yq --no-install-recommends --allow-downgrades cuda-drivers-{major}="
+                             f"{DRIVER_VERSION}-* datacenter-gpu-manager nvidia-container-toolkit"), lines[5]
+    assert "DPkg::Lock::Timeout=" in lines[5], "waits for another apt instead of failing"
+    assert "https://developer.download.nvidia.com/compute/cuda/repos/" in lines[1], "NVIDIA's own host by default"
+
+
+def test_a_plain_image_takes_nvidias_repository_and_its_distribution_from_the_plans_mirrors(gpu_node):
+    """With the plan's CUDA and archive mirrors (a mainland region: docs/cloud-facts.md#package-mirrors), the keyring
+    and the driver come from the CUDA mirror, whose entry replaces the one the keyring adds (NVIDIA's host), and apt
+    reads gpufleet's own sources, the image's release from the archive mirror, not the image's."""
+    cuda, archive = "http://mirror.corp.example/nvidia-cuda", "http://mirrors.corp.example"
+    result, root, lines = _install(gpu_node, cuda=cuda, apt=archive)
+    assert result.returncode == 0, result.stderr
+    assert lines[1].startswith("curl ") and f" {cuda}/ubuntu" in lines[1] and "nvidia.com" not in lines[1], lines[1]
+    assert not (root / "etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list").exists(), "NVIDIA's host is gone"
+    own = root / "etc/gpufleet/apt"
+    (entry,) = (own / "sources.list.d").iterdir()
+    assert entry.read_text().startswith(f"deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] {cuda}/ubuntu")
+    apt_calls = [line for line in lines if line.startswith("apt-get")]
+    assert all(f"Dir::Etc::SourceList={own}/sources.list -o Dir::Etc::SourceParts={own}/sources.list.d" in line
+               for line in apt_calls), apt_calls
+    # This host's release, laid out as its distribution's archive is (Debian: security in its own tree).
+    release = dict(line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line)
+    name = release["VERSION_CODENAME"].strip('"')
+    if release["ID"] == "debian":
+        suites = [f"{archive}/debian {name} main", f"{archive}/debian {name}-updates main",
+                  f"{archive}/debian-security {name}-security main"]
+    else:
+        parts = "main restricted universe multiverse"
+        suites = [f"{archive}/ubuntu {name}{suffix} {parts}" for suffix in ("", "-updates", "-security")]
+    assert (own / "sources.list").read_text().splitlines() == [f"deb {suite}" for suite in suites]
 
 
 @pytest.mark.parametrize(("fail", "reason"), [("modprobe", f"driver:module:{KERNEL}"),
@@ -224,3 +258,17 @@ def test_a_reason_a_new_node_may_fix_is_always_replaced(local_node, tmp_path):  
     outcomes = _report_from_new_nodes(local_node, "gpus:7/8", FAILURE_BUDGET + 1, tmp_path)
     assert not [metrics for metrics in outcomes if "replacement_stopped" in metrics]
     assert not (tmp_path / "bucket/failures").exists()
+
+
+@pytest.mark.parametrize(("index", "trusted"), [
+    ("http://mirrors.tencentyun.com/pypi/simple/", "mirrors.tencentyun.com"), ("https://pypi.corp.example/simple", ""),
+    ("", "")])
+def test_every_pip_a_node_script_runs_goes_through_the_plans_index(local_node, index, trusted):  # noqa: F811
+    """pip reads its index from PIP_INDEX_URL in every node script (the tools venv's and the job's); an http:// one,
+    as the clouds' in-VPC mirrors serve, must be a trusted host for pip to use it; an https:// one is not made one."""
+    root, _, env, _ = local_node(mirrors_pip=index)
+    lib = root / "opt/gpufleet/bin/gpufleet-lib.sh"
+    result = run(["bash", "-c", f'. "{lib}" && printf "%s|%s" "${{PIP_INDEX_URL-}}" "${{PIP_TRUSTED_HOST-}}"'], root,
+                 env | {"PIP_INDEX_URL": "", "PIP_TRUSTED_HOST": ""})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{index}|{trusted}"

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from fleet.cli import main
 from fleet.schema_command import SCHEMA_PATH, schema_text
@@ -31,10 +32,11 @@ def test_json_shape_and_exit_code(capsys):
     assert document["cost"]["hourly"] > 0 and document["violations"] == []
 
 
-def _notes(capsys, stack_file) -> list[str]:
-    """The preview's warnings about monitoring (an Alibaba mainland stack also warns about its code bundle)."""
+def _notes(capsys, stack_file, prefix: str = "monitoring needs network.registryMirror") -> list[str]:
+    """The preview's warnings that start with `prefix` (a mainland stack also warns about its code bundle and the
+    other mirrors)."""
     assert main(["plan", "--stack-file", str(stack_file), "--json"]) == 0
-    return [w for w in json.loads(capsys.readouterr().out)["warnings"] if w.startswith("monitoring")]
+    return [w for w in json.loads(capsys.readouterr().out)["warnings"] if w.startswith(prefix)]
 
 
 def test_plan_says_monitoring_needs_a_registry_mirror_where_the_cloud_has_none(capsys, write_stack):
@@ -42,13 +44,34 @@ def test_plan_says_monitoring_needs_a_registry_mirror_where_the_cloud_has_none(c
     set one; one with it, one outside the mainland and a Tencent stack (its in-VPC mirror) are not."""
     (note,) = _notes(capsys, ROOT / "stacks/Pulumi.ali-spot.yaml")
     assert note.startswith("monitoring needs network.registryMirror in cn-hangzhou: Alibaba Cloud")
-    assert "https://<id>.mirror.aliyuncs.com" in note and "nvcr.io" in note
+    assert "https://<id>.mirror.aliyuncs.com" in note
     ali = {"cloud": "alicloud", "zone": "cn-hangzhou-h", "instanceType": "ecs.gn7i-c32g1.8xlarge", "nodes": 2}
     mirrored = ali | {"network": {"registryMirror": "https://abc123.mirror.aliyuncs.com"}}
     assert _notes(capsys, write_stack(mirrored, region=None, extra={"alicloud:region": "cn-hangzhou"})) == []
     abroad = ali | {"zone": "ap-southeast-1a"}
-    assert _notes(capsys, write_stack(abroad, region=None, extra={"alicloud:region": "ap-southeast-1"})) == []
+    assert _notes(capsys, write_stack(abroad, region=None, extra={"alicloud:region": "ap-southeast-1"}), "") == []
     assert _notes(capsys, ROOT / "stacks/Pulumi.tencent-spot.yaml") == []
+
+
+@pytest.mark.parametrize("stack", ["ali-spot", "tencent-spot"])
+def test_plan_names_each_thing_a_mainland_stack_fetches_that_no_mirror_serves(capsys, write_stack, stack):
+    """nvcr.io and NVIDIA's CUDA repository have no cloud mirror (docs/cloud-facts.md#package-mirrors): a mainland
+    stack is told which setting names one; pip and apt come from the cloud's mirror, so nothing is said of them. A
+    stack that names both mirrors is told neither."""
+    stack_file = ROOT / f"stacks/Pulumi.{stack}.yaml"
+    (nvcr,) = _notes(capsys, stack_file, "monitoring needs network.nvcrMirror")
+    assert "nvcr.io" in nvcr
+    (cuda,) = _notes(capsys, stack_file, "boot needs network.cudaMirror")
+    assert "developer.download.nvidia.com" in cuda
+    assert _notes(capsys, stack_file, "boot needs network.pipMirror") == []
+    assert _notes(capsys, stack_file, "boot needs network.aptMirror") == []
+    config = yaml.safe_load(stack_file.read_text())["config"]
+    cluster = config.pop("gpufleet:cluster")
+    cluster["network"] = {**cluster.get("network", {}), "nvcrMirror": "registry.corp.example/nvcr",
+                          "cudaMirror": "http://mirror.corp.example/nvidia-cuda"}
+    named = write_stack(cluster, region=None, extra=config)
+    assert _notes(capsys, named, "monitoring needs network.nvcrMirror") == []
+    assert _notes(capsys, named, "boot needs") == []
 
 
 def test_the_table_prints_the_monitoring_warning(capsys):

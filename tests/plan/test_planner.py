@@ -168,12 +168,63 @@ def _settings(plan, role: str = "worker") -> str:
 
 def test_the_registry_mirror_is_the_stacks_else_the_clouds(write_stack, aws_cluster):
     tencent = spec_and_plan(load_stack_file(ROOT / "stacks" / "Pulumi.tencent-spot.yaml"))[1]
-    assert tencent.network.registry_mirror == "https://mirror.ccs.tencentyun.com"
-    assert "GF_REGISTRY_MIRROR='https://mirror.ccs.tencentyun.com'" in _settings(tencent)
+    assert tencent.network.mirrors.registry == "https://mirror.ccs.tencentyun.com"
+    assert "GF_MIRRORS_REGISTRY='https://mirror.ccs.tencentyun.com'" in _settings(tencent)
     aws = plan_of(write_stack, aws_cluster)
-    assert aws.network.registry_mirror == "" and "GF_REGISTRY_MIRROR=''" in _settings(aws, "head")
+    assert aws.network.mirrors.registry == "" and "GF_MIRRORS_REGISTRY=''" in _settings(aws, "head")
     aws_cluster["network"] = {"registryMirror": "https://mirror.example.internal:5000"}
-    assert plan_of(write_stack, aws_cluster).network.registry_mirror == "https://mirror.example.internal:5000"
+    assert plan_of(write_stack, aws_cluster).network.mirrors.registry == "https://mirror.example.internal:5000"
+
+
+# cloud -> ((mainland region, zone), (a region abroad, zone), a type both offer, the mirror site inside the VPC)
+MIRRORED = {"alicloud": (("cn-hangzhou", "cn-hangzhou-h"), ("ap-southeast-1", "ap-southeast-1a"),
+                         "ecs.gn7i-c32g1.8xlarge", "http://mirrors.cloud.aliyuncs.com"),
+            "tencentcloud": (("ap-guangzhou", "ap-guangzhou-6"), ("ap-hongkong", "ap-hongkong-2"), "GN7.2XLARGE32",
+                             "http://mirrors.tencentyun.com")}
+
+
+def _cloud_plan(write_stack, cloud: str, where: tuple[str, str], **network):
+    region, zone = where
+    cluster = {"cloud": cloud, "zone": zone, "instanceType": MIRRORED[cloud][2], "nodes": 2, "network": network}
+    return spec_and_plan(load_stack_file(write_stack(cluster, region=None, extra={f"{cloud}:region": region})))[1]
+
+
+@pytest.mark.parametrize("cloud", sorted(MIRRORED))
+def test_a_mainland_stack_installs_from_the_clouds_in_vpc_mirror_unless_it_names_its_own(write_stack, cloud):
+    """pip and apt come from the cloud's mirror site inside the VPC in a mainland region
+    (docs/cloud-facts.md#package-mirrors), outside the mainland from the upstream hosts; a mirror the stack names wins
+    for that thing alone."""
+    mainland_zone, abroad_zone, _, site = MIRRORED[cloud]
+    mainland = _cloud_plan(write_stack, cloud, mainland_zone)
+    assert (mainland.network.mirrors.pip, mainland.network.mirrors.apt) == (f"{site}/pypi/simple/", site)
+    assert f"GF_MIRRORS_PIP='{site}/pypi/simple/'" in _settings(mainland)
+    assert f"GF_MIRRORS_APT='{site}'" in _settings(mainland, "head")
+    abroad = _cloud_plan(write_stack, cloud, abroad_zone).network.mirrors
+    assert (abroad.pip, abroad.apt) == ("", "")
+    own = _cloud_plan(write_stack, cloud, mainland_zone, pipMirror="https://pypi.corp.example/simple",
+                      cudaMirror="http://cuda.corp").network.mirrors
+    assert (own.pip, own.apt, own.cuda) == ("https://pypi.corp.example/simple", site, "http://cuda.corp")
+
+
+def test_nvcr_images_come_from_the_registry_the_stack_names(write_stack, aws_cluster):
+    """No cloud mirrors nvcr.io: network.nvcrMirror re-homes the DCGM exporter's image, repository and tag kept."""
+    image = plan_of(write_stack, aws_cluster).worker.node.dcgm_exporter_image
+    assert image.startswith("nvcr.io/nvidia/k8s/dcgm-exporter:")
+    aws_cluster["network"] = {"nvcrMirror": "registry.corp.example:5000/nvcr"}
+    rehomed = plan_of(write_stack, aws_cluster).worker.node.dcgm_exporter_image
+    assert rehomed == image.replace("nvcr.io/", "registry.corp.example:5000/nvcr/")
+    assert f"GF_DCGM_EXPORTER_IMAGE='{rehomed}'" in _settings(plan_of(write_stack, aws_cluster))
+
+
+@pytest.mark.parametrize(("field", "value"), [("pipMirror", "ftp://mirror.example/simple"), ("aptMirror", "mirrors"),
+                                              ("cudaMirror", "http://a b"), ("nvcrMirror", "https://registry.example")])
+def test_a_mirror_that_is_no_url_of_its_kind_is_refused_with_the_field(tmp_path, write_stack, aws_cluster, field,
+                                                                       value):
+    aws_cluster["network"] = {field: value}
+    result = subprocess.run([sys.executable, "-m", "fleet", "plan", "--stack-file", str(write_stack(aws_cluster))],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"gpufleet:cluster.network.{field}" in result.stderr and value in result.stderr
 
 
 @pytest.mark.parametrize("mirror", ["http://mirror.example.internal", "mirror.example.internal", "https://a b"])
