@@ -1,11 +1,12 @@
 """The network plan: the nodes' subnet is the VPC's first half, the NAT gateway's the start of the second half (a /24
-at most), the head at a fixed host of the nodes' subnet; no registry mirror unless one is named."""
+at most), the head at a fixed host of the nodes' subnet; no mirror unless the plan names one."""
 
 from __future__ import annotations
 
 import ipaddress
 
-from plan.network import HEAD_HOST, plan_network
+from plan.network import HEAD_HOST, NO_MIRRORS, plan_network
+from plan.node import Mirrors
 
 
 def test_the_vpc_splits_into_the_nodes_half_and_a_nat_subnet_of_at_most_a_24():
@@ -17,7 +18,7 @@ def test_the_vpc_splits_into_the_nodes_half_and_a_nat_subnet_of_at_most_a_24():
     assert (narrow.mtu, narrow.nat) == (1500, False)
 
 
-def test_no_registry_mirror_unless_one_is_named():
-    assert plan_network("10.0.0.0/16", 9001, True).registry_mirror == ""
-    assert plan_network("10.0.0.0/16", 9001, True, "https://mirror.internal").registry_mirror == (
-        "https://mirror.internal")
+def test_no_mirror_unless_the_plan_names_one():
+    assert plan_network("10.0.0.0/16", 9001, True).mirrors == NO_MIRRORS
+    named = Mirrors(pip="http://mirror.internal/simple/", apt="", cuda="", registry="")
+    assert plan_network("10.0.0.0/16", 9001, True, named).mirrors == named
