@@ -67,3 +67,12 @@ def test_a_baked_node_installs_no_python_packages(local_node):  # noqa: F811
     result = run([root / "opt/gpufleet/bin/gpufleet-python"], root, env)
     assert result.returncode == 0, result.stderr
     assert not (root / "opt/gpufleet/venv").exists(), "the venv is the image's"
+
+
+def test_a_bake_that_did_not_finish_is_not_sealed(local_node):  # noqa: F811
+    """The seal is the bake's power_state condition (exit 1: not met, the machine is not powered off and imaged)."""
+    root, _, env, _ = _baked_node(local_node)
+    result = run([root / "opt/gpufleet/bin/gpufleet-bake", "seal"], root, env)
+    assert result.returncode == 1
+    assert "the bake did not finish" in result.stderr
+    assert (root / "etc/gpufleet/node.env").exists(), "nothing removed"
