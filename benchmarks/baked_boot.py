@@ -6,12 +6,14 @@ Needs root.
     sudo .venv/bin/python benchmarks/baked_boot.py --stack tencent-spot [--stack ...] [--job tiny]
 
 --job tiny: the local cluster's tiny model for both boots and the bake (the job's packages are part of the matrix).
+GF_BOOT_KEEP=1 keeps each boot's run directory (disks, journals, service logs) under GF_BOOT_CACHE/runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import time
@@ -35,9 +37,10 @@ def compare(name: str, args) -> dict:
     baked_spec, facts = facts_for(stack, spec)
     image = build(bake_for(baked_spec, stack.name, facts, booted=True), timeout=args.timeout)
     bake_s = round(time.monotonic() - started, 1)
-    today = rehearsal.rehearse(plan, timeout=args.timeout)
+    keep = bool(os.environ.get("GF_BOOT_KEEP"))
+    today = rehearsal.rehearse(plan, timeout=args.timeout, keep=keep)
     baked_stack = rehearsal.with_setting(stack, "image", {"baked": image, "base": spec.image_base})
-    from_image = rehearsal.rehearse(spec_and_plan(baked_stack, booted=True)[1], timeout=args.timeout)
+    from_image = rehearsal.rehearse(spec_and_plan(baked_stack, booted=True)[1], timeout=args.timeout, keep=keep)
     return {"image": image, "bake_s": bake_s, "today": today, "baked": from_image}
 
 

@@ -1,6 +1,7 @@
 """What `fleet image build` bakes: the stack's plan on its base image with one node, the head, whose user-data
-installs the node's software as a node's gate would, records the matrix in the image and powers off
-(`gpufleet-node bake`); then the image made from that stopped machine, named and tagged by the matrix's digest.
+installs the node's software as a node's gate would and records the matrix in the image (`gpufleet-node bake`), then,
+once cloud-init is done, is sealed and powers off (`gpufleet-node seal`, cloud-init's power_state condition); then the
+image made from that stopped machine, named and tagged by the matrix's digest.
 
 The bake is its own stack (its cluster is named `<cluster>-bake`, so its bucket and resources are its own); the
 cloud's realizer declares it like any cluster, and the image comes from the head's id (components/<cloud>/image.py).

@@ -1,7 +1,8 @@
 """`fleet image build --stack NAME --boot`: a stack's node image baked in the boot harness the way the clouds bake it
 (plan/bake.py): one machine boots the bake user-data on the stack's base image with real cloud-init and
-systemd (`gpufleet-node bake`: the node's software installed, its matrix recorded in /etc/gpufleet/image.json, the
-machine cleaned and powered off); its root filesystem is then kept as the image (here.boot.baked)."""
+systemd (`gpufleet-node bake`: the node's software installed, its matrix recorded in /etc/gpufleet/image.json; then,
+once cloud-init is done, `gpufleet-node seal` cleans the machine and it powers off); its root filesystem is then kept
+as the image (here.boot.baked)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from here.boot.cluster import Boot, stand_in
 from plan.bake import BakePlan
 
 POWER_OFF_POLL_S = 2.0
-# cloud-init writes this on the disk once its final stage is over; a bake that powers off never gets there, one that
-# failed does.
+# cloud-init writes this on the disk once its final stage is over; then a bake that finished is sealed (which removes
+# it) and powered off within seconds, while one that failed stays up.
 RESULT = "var/lib/cloud/data/result.json"
 POWER_OFF_GRACE_S = 60
 

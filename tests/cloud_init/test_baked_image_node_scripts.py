@@ -67,3 +67,21 @@ def test_a_baked_node_installs_no_python_packages(local_node):  # noqa: F811
     result = run([root / "opt/gpufleet/bin/gpufleet-python"], root, env)
     assert result.returncode == 0, result.stderr
     assert not (root / "opt/gpufleet/venv").exists(), "the venv is the image's"
+
+
+def test_a_bake_that_did_not_finish_is_not_sealed(local_node, tmp_path):  # noqa: F811
+    """The seal is the bake's power_state condition (exit 1: not met, the machine is not powered off and imaged).
+    The tools it would run on the machine (cloud-init, journalctl, systemctl) are stand-ins here that record their
+    call (never this host's)."""
+    root, _, env, _ = _baked_node(local_node)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for tool in ("cloud-init", "journalctl", "systemctl"):
+        (tools / tool).write_text(f"#!/bin/sh\necho {tool} >> {tmp_path}/called\n")
+        (tools / tool).chmod(0o755)
+    env = {**env, "PATH": f"{tools}:{env.get('PATH', '/usr/bin:/bin')}"}
+    result = run([root / "opt/gpufleet/bin/gpufleet-bake", "seal"], root, env)
+    assert result.returncode == 1
+    assert "the bake did not finish" in result.stderr
+    assert not (tmp_path / "called").exists()
+    assert (root / "etc/gpufleet/node.env").exists(), "nothing removed"

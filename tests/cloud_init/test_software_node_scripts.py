@@ -67,6 +67,19 @@ def test_a_dl_image_passes_on_a_newer_driver_of_the_branch(gpu_node):
     assert versions == {"driver": "595.45.04", "fabricmanager": "", "torch_cuda": ""}, "CPU torch: no CUDA"
 
 
+def test_the_driver_step_reads_torchs_cuda_without_importing_torch(gpu_node, tmp_path):
+    """A torch whose import would fail but whose version file names CUDA 12.8: the step still sees 12.8 (read from
+    torch/version.py, not by importing torch) and holds it to the plan's 13.0."""
+    fake = tmp_path / "site" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('importing torch is not needed to read its CUDA')\n")
+    (fake / "version.py").write_text("from typing import Optional\ncuda: Optional[str] = '12.8'\n")
+    root, env, driver = gpu_node("595.45.04", software_mode="check", software_driver="", software_driver_min_branch=580)
+    result = run([driver], root, env | {"PYTHONPATH": str(fake.parent)})
+    assert result.returncode == 1
+    assert (root / "run/gpufleet/failure").read_text() == "torch-cuda:12.8:planned=13.0\n"
+
+
 def test_gpufleet_nccl_records_the_librarys_own_version(gpu_node):
     root, env, nccl = gpu_node("595.45.04", script="gpufleet-nccl")
     result = run([nccl], root, env)

@@ -15,6 +15,7 @@ from components.bake_program import image_module
 from fleet.preview import run_program
 from fleet.stacks import spec_and_plan
 from plan.bake import MATRIX_TAG, bake_name, matrix_digest
+from plan.bootstrap import ENTRY
 from plan.paths import PROJECT_ROOT
 from spec.errors import SpecError
 from spec.names import CLUSTER_NAME
@@ -67,11 +68,15 @@ def test_phase_instance_boots_the_bake_and_makes_no_image(stack, tmp_path):
 
 
 def test_a_bake_stack_reads_the_bake_user_data(tmp_path):
-    """The head's user-data runs the bake and powers off; the cluster's units are not enabled."""
+    """The head's user-data runs the bake; the seal and the poweroff are cloud-init's last module's, run once
+    cloud-init's process ended (nothing of it writes into the image after the seal); the cluster's units are not
+    enabled."""
     stack = _stack("aws-p5", tmp_path, bake="image")
     spec = spec_and_plan(stack)[0]
     head = bake_for(spec, stack.name).cluster.head.user_data
-    assert "bake && systemctl poweroff" in head
+    config = yaml.safe_load(head)
+    assert config["runcmd"] == [[ENTRY, "bake"]]
+    assert config["power_state"] == {"mode": "poweroff", "condition": [ENTRY, "seal"]}
     assert "gpufleet-train.service" not in head
 
 
