@@ -145,7 +145,8 @@ def checkout_copy(into: Path) -> Path:
 
 @needs_root
 def test_fleet_up_after_a_code_change_rolls_the_workers_one_at_a_time_while_the_job_goes_on(tmp_path):
-    steps = 4000  # about two minutes of training here: the roll (about 25 s a worker) ends well before the job
+    steps = 2500  # about 3.5 minutes of job here (2026-12-03: 4,000 steps took 384 s); the roll (about 50 s a
+    # worker, 100 s for both) ends well before the job
     checkout = checkout_copy(tmp_path / "checkout")
     path = stack(tmp_path, f"lr-roll-{os.getpid()}", job=JOB | {"steps": steps, "checkpointEvery": 1000})
     fleet = [sys.executable, "-m", "fleet"]
