@@ -5,27 +5,15 @@ from __future__ import annotations
 
 import base64
 
+from policy_helpers import messages, stack
+
 from plan.catalog import lookup
 from policy.clouds import alicloud as ali_t
 from policy.readers import reader_for
-from policy.rules import evaluate
 
 ERDMA_TYPE = "ecs.ebmgn7ex.32xlarge"  # eRDMA in the catalog
 TCP_TYPE = "ecs.gn6v-c8g1.2xlarge"  # no eRDMA in the catalog
 ERI = {"networkInterfaceTrafficMode": ali_t.ERDMA_MODE}
-
-
-def record(kind: str, inputs: dict, name: str = "r") -> dict:
-    return {"type": kind, "name": name, "parent": None, "inputs": inputs, "options": {"custom": True}}
-
-
-def messages(kind: str, inputs: dict, rule: str) -> list[str]:
-    return [f["message"] for f in evaluate([record(kind, inputs)]) if f["policy"] == rule]
-
-
-def stack(resources: list[tuple[str, dict]], rule: str) -> list[tuple[str, str]]:
-    records = [record(kind, inputs, f"r{i}") for i, (kind, inputs) in enumerate(resources)]
-    return [(f["resource"], f["message"]) for f in evaluate(records) if f["policy"] == rule]
 
 
 def test_an_ingress_rule_is_judged_on_both_its_ranges_only_when_it_is_an_accepting_ingress_rule():

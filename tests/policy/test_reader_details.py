@@ -4,18 +4,14 @@ the stack wrote, an ASG without an on-demand share above base is all on-demand (
 
 from __future__ import annotations
 
+from policy_helpers import messages, stack
+
 from policy.base import Reader
 from policy.clouds import alicloud as ali_t
 from policy.clouds import aws as aws_t
 from policy.clouds import tencentcloud as tc_t
 from policy.internet import INTERNET_OPT_IN
 from policy.readers import reader_for
-from policy.rules import evaluate
-
-
-def messages(kind: str, inputs: dict, rule: str) -> list[str]:
-    resource = {"type": kind, "name": "r", "parent": None, "inputs": inputs, "options": {"custom": True}}
-    return [f["message"] for f in evaluate([resource]) if f["policy"] == rule]
 
 
 def test_an_alibaba_rule_without_a_policy_accepts_and_its_finding_names_protocol_and_ports():
@@ -105,9 +101,7 @@ def test_an_alibaba_instance_from_a_launch_template_is_judged_by_the_template():
 
 
 def stack_findings(resources: list[tuple[str, dict]], rule: str) -> list[str]:
-    records = [{"type": kind, "name": f"r{i}", "parent": None, "inputs": inputs, "options": {"custom": True}}
-               for i, (kind, inputs) in enumerate(resources)]
-    return [f["message"] for f in evaluate(records) if f["policy"] == rule]
+    return [message for _, message in stack(resources, rule)]
 
 
 def test_a_placement_group_sees_the_subnet_of_every_template_interface_instance_and_group():

@@ -6,28 +6,15 @@ from __future__ import annotations
 import base64
 
 import pytest
+from policy_helpers import messages, stack
 
 from plan.catalog import lookup
 from policy.clouds import tencentcloud as tc_t
 from policy.readers import reader_for
-from policy.rules import evaluate
 
 HCC_TYPE = "HCCPNV4h.48XLARGE1536"  # RDMA in the catalog
 PLAIN_TYPE = "GN7.2XLARGE32"  # TCP only in the catalog
 SECRET_TEXT = "#cloud-config\npassword: hunter22\n"
-
-
-def record(kind: str, inputs: dict, name: str = "r") -> dict:
-    return {"type": kind, "name": name, "parent": None, "inputs": inputs, "options": {"custom": True}}
-
-
-def messages(kind: str, inputs: dict, rule: str) -> list[str]:
-    return [f["message"] for f in evaluate([record(kind, inputs)]) if f["policy"] == rule]
-
-
-def stack(resources: list[tuple[str, dict]], rule: str) -> list[tuple[str, str]]:
-    records = [record(kind, inputs, f"r{i}") for i, (kind, inputs) in enumerate(resources)]
-    return [(f["resource"], f["message"]) for f in evaluate(records) if f["policy"] == rule]
 
 
 def test_an_accepting_entry_is_judged_on_both_its_ranges_in_any_case_of_its_action():
