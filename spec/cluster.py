@@ -11,7 +11,7 @@ import difflib
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, Field, ValidationError, ValidationInfo, field_validator
 
 from spec.cidrs import normalised_cidr, normalised_vpc_cidr
 from spec.clouds import CLOUDS, REGION_KEYS
@@ -29,6 +29,13 @@ _MIRROR = re.compile(r"^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._/-]*)?
 _PACKAGE_MIRROR = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._/~-]*)?$")
 # A registry and repository prefix as an image reference starts (no scheme): "registry.example.com:5000/nvcr".
 _REGISTRY_PREFIX = re.compile(r"^[A-Za-z0-9.-]+\.[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[a-z0-9._-]+)*$")
+# What each mirror setting must look like, and the example its error gives.
+_PACKAGE_FORM = (_PACKAGE_MIRROR, 'a mirror URL like "http://mirrors.example.com/pypi/simple"')
+_MIRROR_FORMS = {
+    "registry_mirror": (_MIRROR, 'a registry URL like "https://<id>.mirror.aliyuncs.com"'),
+    "pip_mirror": _PACKAGE_FORM, "apt_mirror": _PACKAGE_FORM, "cuda_mirror": _PACKAGE_FORM,
+    "nvcr_mirror": (_REGISTRY_PREFIX, 'a registry like "registry.example.com/nvcr" (no https://)'),
+}
 _PORT_RANGE = re.compile(r"^\s*(\d{1,5})\s*-\s*(\d{1,5})\s*$")
 # A DNS name short enough that "<bucket>." (63 characters at most) in front of it stays within DNS's 253.
 _DOMAIN = re.compile(r"^(?=.{4,189}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
@@ -95,25 +102,12 @@ class Network(SpecModel):
     def _cidr(cls, value: str) -> str:
         return normalised_vpc_cidr(value)
 
-    @field_validator("registry_mirror")
+    @field_validator("registry_mirror", "pip_mirror", "apt_mirror", "cuda_mirror", "nvcr_mirror")
     @classmethod
-    def _mirror(cls, value: str | None) -> str | None:
-        if value is not None and not _MIRROR.fullmatch(value):
-            raise ValueError(f"{value!r} is not a registry URL like \"https://<id>.mirror.aliyuncs.com\"")
-        return value
-
-    @field_validator("pip_mirror", "apt_mirror", "cuda_mirror")
-    @classmethod
-    def _package_mirror(cls, value: str | None) -> str | None:
-        if value is not None and not _PACKAGE_MIRROR.fullmatch(value):
-            raise ValueError(f"{value!r} is not a mirror URL like \"http://mirrors.example.com/pypi/simple\"")
-        return value
-
-    @field_validator("nvcr_mirror")
-    @classmethod
-    def _registry_prefix(cls, value: str | None) -> str | None:
-        if value is not None and not _REGISTRY_PREFIX.fullmatch(value):
-            raise ValueError(f"{value!r} is not a registry like \"registry.example.com/nvcr\" (no https://)")
+    def _mirror(cls, value: str | None, info: ValidationInfo) -> str | None:
+        pattern, form = _MIRROR_FORMS[info.field_name]
+        if value is not None and not pattern.fullmatch(value):
+            raise ValueError(f"{value!r} is not {form}")
         return value
 
     @field_validator("nccl_port_range")
