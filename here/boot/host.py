@@ -13,6 +13,7 @@ TOOLS = {
     "dpkg-scanpackages": "dpkg-dev",  # the image's package mirror index (apt.py)
     "apt-get": "apt",  # the packages that mirror serves (apt.py)
     "gpg": "gpg",  # the signature of its Debian archive layout (apt.py archive)
+    "gpg-agent": "gpg-agent",  # gpg generates and uses the key through it (apt.py)
     "gpgconf": "gpgconf",  # ends the key's agent (apt.py)
     "unshare": "util-linux",  # the machines' namespaces (rootfs.py, machine.py)
     "nsenter": "util-linux",
