@@ -5,9 +5,11 @@ on which candidates the cluster's instances run now (docs/cloud-facts.md#where-a
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pulumi_aws as aws
 
-from components.realizers.stock import runs_on, sold_out
+from components.realizers.stock import block_ends, runs_on, sold_out
 from plan.candidates import Availability, Candidate, running_on
 from plan.facts import DeployFacts, Lookups
 from plan.identity import CLUSTER_TAG
@@ -38,12 +40,15 @@ def _offerings_stand_in(asked: dict) -> dict:
 
 
 def _block_stand_in(asked: dict) -> dict | tuple[dict, list]:
-    """An active block of the asked type in the asked zone, none where the sold-out switch names them."""
+    """An active block of the asked type in the asked zone, ending when the block-ends switch says; none where the
+    sold-out switch names them, or where that end is past (the block is `expired`, which the `active` filter drops)."""
     filters = {f["name"]: f["values"][0] for f in asked.get("filters", [])}
-    if sold_out(filters.get(ZONE, ""), filters.get("instance-type", "")):
+    zone, kind, now = filters.get(ZONE, ""), filters.get("instance-type", ""), datetime.now(UTC)
+    ends = block_ends(zone, kind, now)
+    if sold_out(zone, kind) or ends <= now:
         return {}, [("filter", EMPTY)]
     return {"id": STAND_IN_BLOCK, "reservationType": CAPACITY_BLOCK, "state": "active",
-            "availabilityZone": filters.get(ZONE, "")}
+            "availabilityZone": zone, "endDate": ends.isoformat(timespec="seconds")}
 
 
 def _offering_stand_in(asked: dict) -> dict | tuple[dict, list]:
@@ -97,7 +102,8 @@ def _block_availability(candidate: Candidate, nodes: int) -> Availability:
             {"name": "state", "values": ["active"]},
         ])
         if found.reservation_type == CAPACITY_BLOCK:
-            return Availability(candidate, True, reservation_id=found.id)
+            ends = datetime.fromisoformat(found.end_date) if found.end_date else None
+            return Availability(candidate, True, reservation_id=found.id, ends=ends)
         why = f"{found.id} is a {found.reservation_type} reservation, not a Capacity Block"
     # The runtime raises a plain Exception for a failed invoke ("invoke of <token> failed: <why>").
     except Exception as error:
