@@ -39,10 +39,12 @@ def in_force(capacity: tuple[Availability, ...], now: datetime, blocks: bool = F
 
 
 def _gone(answer: Availability) -> Availability:
+    """No capacity and no place; the reason the look-up gave where it already had one (an expired block's state)."""
     ends = answer.ends
-    return replace(answer, available=False, running=False, reason=(
+    reason = answer.reason if not answer.available and answer.reason else (
         f"Capacity Block {answer.reservation_id} ends at {_when(ends)} and EC2 terminates its instances from "
-        f"{_when(ends - TERMINATION_LEAD)}: taken as gone"))
+        f"{_when(ends - TERMINATION_LEAD)}: taken as gone")
+    return replace(answer, available=False, running=False, reason=reason)
 
 
 def ending_warning(capacity: tuple[Availability, ...], now: datetime) -> str | None:

@@ -44,7 +44,7 @@ def look_up(spec: ClusterSpec, stack: str, project: str | None = None) -> tuple[
     one where it lists no others); and the deploy-time facts that spec needs, from the cloud's own data sources. A
     Capacity Block about to end counts as gone, and one that ended holds no place (plan/blocks.py)."""
     wanted = capacity_lookups(spec, stack, project)
-    blocks = wanted.capacity_block_nodes > 0
+    blocks = wanted.capacity_block_nodes > 0 or bool(wanted.named_block)
     capacity = in_force(_answers(spec.cloud, wanted).capacity, datetime.now(UTC), blocks=blocks)
     reservation = None
     if capacity:

@@ -5,8 +5,9 @@ GPUFLEET_SOLD_OUT: candidates sold out to every stand-in capacity look-up and to
 (components/local/lookups.py); a comma-separated list of `<zone>/<instance type>` or `<instance type>` (sold out in
 every zone). GPUFLEET_RUNS_ON: where the cluster's instances run now, as the stand-ins of the clouds' instance look-ups
 answer; a comma-separated list of `<zone>/<instance type>`, one instance each. GPUFLEET_BLOCK_ENDS_IN: in how many
-hours the stand-in AWS Capacity Blocks end; a comma-separated list of `<zone>/<instance type>=<hours>` or
-`<instance type>=<hours>` (a negative number: ended that long ago); a block it does not name ends in two weeks."""
+hours the stand-in AWS Capacity Blocks end; a comma-separated list of `<zone>/<instance type>=<hours>`,
+`<instance type>=<hours>` or `<reservation id>=<hours>` (a negative number: ended that long ago); a block it does not
+name ends in two weeks."""
 
 from __future__ import annotations
 
@@ -33,8 +34,8 @@ def runs_on() -> list[tuple[str, str]]:
     return [(zone, kind) for zone, _, kind in (item.partition("/") for item in _named(RUNS_ON))]
 
 
-def block_ends(zone: str, instance_type: str, now: datetime) -> datetime:
-    """When the switch says the stand-in Capacity Block of this type in this zone ends, seen from `now`."""
-    named = dict(item.partition("=")[::2] for item in _named(BLOCK_ENDS_IN))
-    hours = named.get(f"{zone}/{instance_type}") or named.get(instance_type) or 14 * 24
+def block_ends(now: datetime, *names: str) -> datetime:
+    """When the switch says the stand-in Capacity Block known by any of these names ends, seen from `now`."""
+    listed = dict(item.partition("=")[::2] for item in _named(BLOCK_ENDS_IN))
+    hours = next((listed[name] for name in names if name in listed), 14 * 24)
     return now + timedelta(hours=float(hours))

@@ -46,12 +46,36 @@ def test_the_shipped_block_stack_names_no_reservation_and_runs_in_the_looked_up_
     assert shown["chosen"]
 
 
-def test_a_named_reservation_is_not_looked_up(write_stack):
-    path = write_stack({"cloud": "aws", "zone": "us-east-1b", "instanceType": "p4d.24xlarge", "nodes": 2,
-                        "market": {"onDemandBase": 2, "capacityBlock": True, "reservationId": "cr-0a1b2c3d4e5f60718"}})
-    spec, plan, recorded = preview_stack(path)
-    assert not [c for c in recorded.invokes if c["token"] in (BLOCK, OFFERING)]
-    assert plan.market.reservation_id == "cr-0a1b2c3d4e5f60718"
+NAMED = "cr-0a1b2c3d4e5f60718"
+
+
+def _named_block_stack(write_stack):
+    return write_stack({"cloud": "aws", "zone": "us-east-1b", "instanceType": "p4d.24xlarge", "nodes": 2,
+                        "market": {"onDemandBase": 2, "capacityBlock": True, "reservationId": NAMED}})
+
+
+def test_a_named_block_is_looked_up_by_its_id_and_used(write_stack, monkeypatch):
+    monkeypatch.delenv(BLOCK_ENDS_IN, raising=False)
+    spec, plan, recorded = preview_stack(_named_block_stack(write_stack))
+    assert [c["args"] for c in recorded.invokes if c["token"] == BLOCK] == [{"id": NAMED}]
+    assert not [c for c in recorded.invokes if c["token"] == OFFERING], "a named block: nothing to buy"
+    assert plan.market.reservation_id == NAMED
+
+
+def test_a_named_block_that_expired_refuses_the_stack_naming_its_state(write_stack, monkeypatch, capsys):
+    monkeypatch.setenv(BLOCK_ENDS_IN, f"{NAMED}=-2")
+    monkeypatch.setenv(RUNS_ON, "us-east-1b/p4d.24xlarge")  # a stale listing: the block's instances are terminated
+    assert main(["plan", "--stack-file", str(_named_block_stack(write_stack))]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"Capacity Block {NAMED} (market.reservationId) is expired, not active" in err
+    assert "nothing was created" in err and "Traceback" not in err
+
+
+def test_a_named_block_warns_before_its_end_like_a_looked_up_one(write_stack, monkeypatch, capsys):
+    monkeypatch.setenv(BLOCK_ENDS_IN, f"{NAMED}=3")
+    assert main(["plan", "--stack-file", str(_named_block_stack(write_stack)), "--json"]) == 0
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert any(f"Capacity Block {NAMED} of p4d.24xlarge in us-east-1b on demand ends at" in w for w in warnings)
 
 
 def test_no_block_for_the_first_candidate_the_next_ones_block_is_used_and_the_offer_shown(write_stack, monkeypatch):

@@ -62,3 +62,10 @@ def test_where_capacity_is_blocks_a_candidate_without_one_holds_no_place():
     first, second = in_force(stale, END - timedelta(days=1), blocks=True)
     assert not first.running and chosen((first, second)) is second
     assert in_force(stale, END - timedelta(days=1)) == stale, "elsewhere a running place is kept without capacity"
+
+
+def test_a_block_the_look_up_already_found_unusable_keeps_its_reason_and_loses_its_place():
+    expired = (Availability(BLOCK, False, "is expired, not active", reservation_id="cr-0a1b2c3d4e5f60718",
+                            running=True, ends=END),)
+    (gone,) = in_force(expired, END + timedelta(hours=1))
+    assert gone.reason == "is expired, not active" and not gone.running
