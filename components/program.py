@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pulumi
 
 from clouds import CLOUDS
 from clouds.plans import plan_for
 from clouds.rules import validate
 from components.realizers import look_up, realize
+from plan.blocks import ending_warning
 from plan.mirrors import mirror_advice
 from plan.model import ClusterPlan
 from spec.cluster import ClusterSpec
@@ -59,5 +62,7 @@ def main() -> None:
         raise InvalidStack(error) from None
     for advice in mirror_advice(cluster, CLOUDS[cluster.cloud]):
         pulumi.log.warn(advice)
+    if ending := ending_warning(cluster.capacity, datetime.now(UTC)):
+        pulumi.log.warn(ending)
     for key, value in realize(cluster).items():
         pulumi.export(key, value)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from spec.cluster import ClusterSpec
 from spec.errors import Problem, SpecError
@@ -37,13 +38,15 @@ class Candidate:
 @dataclass(frozen=True)
 class Availability:
     """What the cloud said of one candidate: available or not, and why not; the reservation that holds it where its
-    capacity is one the account bought (an AWS Capacity Block); whether the cluster has instances there now."""
+    capacity is one the account bought (an AWS Capacity Block) and when that reservation ends (plan/blocks.py);
+    whether the cluster has instances there now."""
 
     candidate: Candidate
     available: bool
     reason: str = ""
     reservation_id: str | None = None
     running: bool = False
+    ends: datetime | None = None
 
 
 def running_on(capacity: tuple[Availability, ...], places: Collection[tuple[str, str]]) -> tuple[Availability, ...]:

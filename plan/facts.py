@@ -30,6 +30,9 @@ class Lookups:
     # The cluster's identity (its `gpufleet:cluster` tag): where its instances run now, each candidate's capacity
     # aside, is looked up by it; "" = not asked.
     cluster: str = ""
+    # The Capacity Block a stack names (market.reservationId): its state and end are looked up by its id, as the
+    # stack's own place's (plan/blocks.py); "" = not asked.
+    named_block: str = ""
 
     def __bool__(self) -> bool:
         return self.image is not None or self.account_id or bool(self.candidates)
@@ -58,8 +61,10 @@ def capacity_lookups(spec: ClusterSpec, stack: str, project: str | None = None) 
     """The capacity of every candidate, the stack's own place first (its only one where it lists no `candidates`),
     and which of them the cluster (its identity on this stack and `project`, default this one) runs on now; asked
     before the other look-ups, which then ask about the candidate chosen. A `capacityBlock` stack naming no
-    reservation has its capacity in the account's blocks: the one it runs in is the chosen candidate's."""
+    reservation has its capacity in the account's blocks: the one it runs in is the chosen candidate's; one that
+    names its block has that block's state and end looked up."""
     block = spec.market.capacity_block and not spec.market.reservation_id
+    named = spec.market.reservation_id if spec.market.capacity_block else None
     identity = cluster_identity(spec.name or stack, project or project_name(), stack, spec.region)
     return Lookups(candidates=candidates(spec), capacity_block_nodes=spec.counts.max if block else 0,
-                   cluster=identity)
+                   cluster=identity, named_block=named or "")

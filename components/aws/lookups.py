@@ -1,13 +1,17 @@
 """What only the AWS account can say, asked at deploy time: whether each candidate's type is offered in its zone
 (docs/cloud-facts.md#capacity-look-ups), and for a `capacityBlock` stack naming no reservation, the account's active
-Capacity Block there or, where it has none, the block on offer (docs/cloud-facts.md#aws-capacity-block-look-up); and
+Capacity Block there or, where it has none, the block on offer (docs/cloud-facts.md#aws-capacity-block-look-up), for
+one naming its block, that block's state and end (docs/cloud-facts.md#aws-capacity-block-end); and
 on which candidates the cluster's instances run now (docs/cloud-facts.md#where-a-cluster-runs)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime
+
 import pulumi_aws as aws
 
-from components.realizers.stock import runs_on, sold_out
+from components.realizers.stock import block_ends, runs_on, sold_out
 from plan.candidates import Availability, Candidate, running_on
 from plan.facts import DeployFacts, Lookups
 from plan.identity import CLUSTER_TAG
@@ -38,12 +42,21 @@ def _offerings_stand_in(asked: dict) -> dict:
 
 
 def _block_stand_in(asked: dict) -> dict | tuple[dict, list]:
-    """An active block of the asked type in the asked zone, none where the sold-out switch names them."""
+    """Asked by id, that block, `expired` where the block-ends switch puts its end in the past; asked by filters, an
+    active block of the asked type in the asked zone, none where the sold-out switch names them or where its end is
+    past (the block is `expired`, which the `active` filter drops). Each ends when the block-ends switch says."""
+    now = datetime.now(UTC)
+    if block_id := asked.get("id"):
+        ends = block_ends(now, block_id)
+        return {"id": block_id, "reservationType": CAPACITY_BLOCK, "state": "active" if ends > now else "expired",
+                "endDate": ends.isoformat(timespec="seconds")}
     filters = {f["name"]: f["values"][0] for f in asked.get("filters", [])}
-    if sold_out(filters.get(ZONE, ""), filters.get("instance-type", "")):
+    zone, kind = filters.get(ZONE, ""), filters.get("instance-type", "")
+    ends = block_ends(now, f"{zone}/{kind}", kind)
+    if sold_out(zone, kind) or ends <= now:
         return {}, [("filter", EMPTY)]
     return {"id": STAND_IN_BLOCK, "reservationType": CAPACITY_BLOCK, "state": "active",
-            "availabilityZone": filters.get(ZONE, "")}
+            "availabilityZone": zone, "endDate": ends.isoformat(timespec="seconds")}
 
 
 def _offering_stand_in(asked: dict) -> dict | tuple[dict, list]:
@@ -97,7 +110,7 @@ def _block_availability(candidate: Candidate, nodes: int) -> Availability:
             {"name": "state", "values": ["active"]},
         ])
         if found.reservation_type == CAPACITY_BLOCK:
-            return Availability(candidate, True, reservation_id=found.id)
+            return Availability(candidate, True, reservation_id=found.id, ends=_end(found))
         why = f"{found.id} is a {found.reservation_type} reservation, not a Capacity Block"
     # The runtime raises a plain Exception for a failed invoke ("invoke of <token> failed: <why>").
     except Exception as error:
@@ -106,6 +119,28 @@ def _block_availability(candidate: Candidate, nodes: int) -> Availability:
         f"no active Capacity Block of the account to use ({why}); {_on_offer(candidate, nodes)}; buy a block, or set "
         f"market.reservationId to its cr-... id (`aws ec2 describe-capacity-reservations --filters "
         f"Name=instance-type,Values={kind} Name=availability-zone,Values={zone} Name=state,Values=active`)"))
+
+
+def _end(found) -> datetime | None:
+    """The block's end, from the data source's RFC 3339 `end_date`."""
+    return datetime.fromisoformat(found.end_date) if found.end_date else None
+
+
+def _in_named_block(answer: Availability, block_id: str) -> Availability:
+    """The stack's own place with the block it names (market.reservationId): its end, and no capacity where the
+    block is not `active` (scheduled, expired, cancelled, ...) or is not found
+    (docs/cloud-facts.md#aws-capacity-block-end)."""
+    try:
+        found = aws.ec2.get_capacity_block_reservation(id=block_id)
+    # The runtime raises a plain Exception for a failed invoke ("invoke of <token> failed: <why>").
+    except Exception as error:
+        return replace(answer, available=False, reason=f"Capacity Block {block_id} (market.reservationId) was not "
+                       f"found ({error})")
+    named = replace(answer, reservation_id=block_id, ends=_end(found))
+    if found.state != "active":
+        return replace(named, available=False, reason=f"Capacity Block {block_id} (market.reservationId) is "
+                       f"{found.state}, not active: nothing launches into it")
+    return named
 
 
 def _availability(candidate: Candidate) -> Availability:
@@ -134,5 +169,7 @@ def look_up(wanted: Lookups) -> DeployFacts:
     nodes = wanted.capacity_block_nodes
     capacity = tuple(_block_availability(candidate, nodes) if nodes else _availability(candidate)
                      for candidate in wanted.candidates)
+    if wanted.named_block and capacity:
+        capacity = (_in_named_block(capacity[0], wanted.named_block), *capacity[1:])
     places = {(c.zone, c.instance_type) for c in wanted.candidates if wanted.cluster and _runs_on(c, wanted.cluster)}
     return DeployFacts(capacity=running_on(capacity, places))

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from datetime import UTC, datetime
 
 from clouds import CLOUDS
 from clouds.plans import lookups_for
 from components.realizers.contract import LookUps, Realizer, StackOutputs, checked_outputs, conforming
 from components.realizers.holders import gpu_holders
+from plan.blocks import in_force
 from plan.candidates import choose
 from plan.facts import DeployFacts, Lookups, capacity_lookups
 from plan.model import ClusterPlan
@@ -39,8 +41,11 @@ def _answers(cloud: str, wanted: Lookups) -> DeployFacts:
 def look_up(spec: ClusterSpec, stack: str, project: str | None = None) -> tuple[ClusterSpec, DeployFacts]:
     """The spec on the candidate the cluster of this stack (and Pulumi `project`, default this one) runs on, or for
     a cluster that runs on none, its first candidate with capacity (the stack's own place is the first, and the only
-    one where it lists no others); and the deploy-time facts that spec needs, from the cloud's own data sources."""
-    capacity = _answers(spec.cloud, capacity_lookups(spec, stack, project)).capacity
+    one where it lists no others); and the deploy-time facts that spec needs, from the cloud's own data sources. A
+    Capacity Block about to end counts as gone, and one that ended holds no place (plan/blocks.py)."""
+    wanted = capacity_lookups(spec, stack, project)
+    blocks = wanted.capacity_block_nodes > 0 or bool(wanted.named_block)
+    capacity = in_force(_answers(spec.cloud, wanted).capacity, datetime.now(UTC), blocks=blocks)
     reservation = None
     if capacity:
         spec, chosen = choose(spec, capacity)
