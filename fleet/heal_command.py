@@ -6,7 +6,10 @@ one's mark in the bucket (fleet/node_marks.py), decides (plan/heal.py) and repla
 
 roll: `pulumi up` on everything but the fixed workers, then each fixed worker by its own targeted `pulumi up` (its
 user-data's replace rule fires there), waiting until the new node's mark says it passed its gate before the next
-goes: a code change reaches Alibaba's and Tencent's fixed workers one at a time (plan/rollout.py FLEET_ROLL).
+goes: a code change reaches Alibaba's and Tencent's fixed workers one at a time (plan/rollout.py FLEET_ROLL). Then
+each Alibaba ESS group, whose configuration that `pulumi up` changed in place: its members launched from older
+settings are reported unhealthy one at a time (fleet/ess_groups.py), and the next goes once the successor ESS launched
+passed its gate (plan/rollout.py GROUP_ROLL, plan/group_roll.py).
 
 On the local cluster heal boots a worker whose machine ended anew (the running `fleet up` does, as for `fleet drill
 rejoin`); the head, which holds the job, is not replaced; `fleet up` again rolls local nodes, so roll refuses it.
@@ -18,17 +21,26 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 
 from clouds import CLOUDS
 from fleet.cli import add_stack_args
+from fleet.ess_groups import AlibabaGroups, EssFailed, Groups, groups_in
 from fleet.node_marks import marks_reader, s3_client
 from fleet.stack_nodes import Pulumi, PulumiFailed, node_resources, nodes_seen, stack_output
 from fleet.stacks import resolve, spec_and_plan
 from here.local.errors import EXIT_FAILED, EXIT_USAGE
-from plan.heal import FAILED, IN_SERVICE, OVER_BUDGET, NodeSeen, decide_heal, node_marks, roll_order
+from plan.group_roll import SERVING, rolls_groups, stale, successor, successors
+from plan.heal import NodeSeen, decide_heal, node_marks, roll_order
 from plan.software import FAILURE_BUDGET, PERMANENT_FAILURES
 
 POLL_S = 30
+
+
+def ess_groups(region: str) -> Groups:
+    """The ESS calls of a roll (a stand-in in tests)."""
+    return AlibabaGroups(region)
 
 
 def register(subparsers) -> None:
@@ -38,7 +50,7 @@ def register(subparsers) -> None:
     roll = subparsers.add_parser("roll", help="`pulumi up`, with the fixed workers replaced one at a time")
     add_stack_args(roll, json_flag=False)
     roll.add_argument("--timeout", type=int, default=3600,
-                      help="seconds a replaced worker may take to pass its gate (default 3600)")
+                      help="seconds a replaced worker's successor may take to pass its gate (default 3600)")
     roll.set_defaults(run=run_roll)
 
 
@@ -130,27 +142,63 @@ def run_roll(args) -> int:
             deployment = pulumi.export()
             instance_id = next(r["id"] for r in node_resources(deployment, spec.cloud)
                                if r["urn"] == worker.resource)
-            if not _in_service(_reader(spec, deployment), worker.name, instance_id, args.timeout):
+            if not _in_service(partial(_marks, _reader(spec, deployment), (instance_id,)), worker.name, args.timeout):
                 return EXIT_FAILED
-    except PulumiFailed as error:
+        if rolls_groups(plan.rollout) and not _roll_groups(spec, pulumi.export(), args.timeout):
+            return EXIT_FAILED
+    except (PulumiFailed, EssFailed) as error:
         print(f"fleet: {error}", file=sys.stderr)
         return EXIT_FAILED
     return 0
 
 
-def _in_service(mark_of, name: str, instance_id: str, timeout: int) -> bool:
-    """Waits until the node's mark says it passed its gate; False (said) when it failed it or the time ran out:
-    the roll stops there, so no second node leaves the job (`fleet heal` replaces a failed one)."""
+def _roll_groups(spec, deployment: dict, timeout: int) -> bool:
+    """Each ESS group's members launched from older settings, one at a time, the longest-serving first: reported
+    unhealthy, ESS removes it and launches its successor from the current configuration; the next goes once a
+    successor is in service. False (said) where a successor failed or the time ran out."""
+    held = groups_in(deployment)
+    if not held:
+        return True
+    groups, mark_of = ess_groups(spec.region), _reader(spec, deployment)
+    for name, group_id, user_data in held:
+        old = stale(groups.members(group_id), user_data)
+        for index, member in enumerate(old, 1):
+            before = {m.instance_id: m.state for m in groups.members(group_id)}
+            if before.get(member.instance_id) != SERVING:
+                continue  # it left the group, or is leaving, since
+            print(f"rolling {member.instance_id} of {name} ({index} of {len(old)})")
+            groups.take_out(member.instance_id)
+            look = partial(_successor_marks, groups, group_id, tuple(before), mark_of)
+            if not _in_service(look, f"{member.instance_id}'s successor in {name}", timeout):
+                return False
+    return True
+
+
+def _marks(mark_of: Callable[[str], str | None], instance_ids: Iterable[str]) -> dict[str, str | None]:
+    return {instance_id: mark_of(instance_id) for instance_id in instance_ids}
+
+
+def _successor_marks(groups: Groups, group_id: str, before: tuple[str, ...],
+                     mark_of: Callable[[str], str | None]) -> dict[str, str | None]:
+    """The marks of the members the group added since it held `before`."""
+    return _marks(mark_of, successors(before, groups.members(group_id)))
+
+
+def _in_service(look: Callable[[], Mapping[str, str | None]], name: str, timeout: int) -> bool:
+    """Waits until a node's mark says it passed its gate (`look`: the nodes that may, with their marks); False (said)
+    when one failed it or the time ran out: the roll stops there, so no second node leaves the job (`fleet heal`, or
+    for a group's node the group, replaces a failed one)."""
     deadline = time.monotonic() + timeout
-    while (mark := mark_of(instance_id)) != IN_SERVICE:
-        if mark and mark.startswith((FAILED, OVER_BUDGET)):
+    while not (outcome := successor(look())).passed:
+        if outcome.failed:
+            instance_id, mark = outcome.failed
             print(f"fleet: {name} ({instance_id}) failed its gate ({mark}); the roll stops here, `fleet heal` "
                   "replaces it", file=sys.stderr)
             return False
         if time.monotonic() > deadline:
-            print(f"fleet: {name} ({instance_id}) did not pass its gate within {timeout} s; the roll stops here "
-                  "(its console log says why)", file=sys.stderr)
+            print(f"fleet: {name} did not pass its gate within {timeout} s; the roll stops here (its console log "
+                  "says why)", file=sys.stderr)
             return False
         time.sleep(POLL_S)
-    print(f"{name} ({instance_id}) is in service")
+    print(f"{name} ({outcome.passed}) is in service")
     return True
