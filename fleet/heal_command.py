@@ -1,8 +1,9 @@
 """`fleet heal --stack NAME` and `fleet roll --stack NAME`: the nodes no group replaces, replaced through Pulumi.
 
 heal: refreshes the stack's node instances (the cloud's describe call says which are gone or stopped), reads each
-one's mark in the bucket (fleet/node_marks.py), decides (plan/heal.py) and replaces the failed and the dead, one
-`pulumi up --target <urn> --replace <urn>` each, the head last. Run every 10 minutes by .github/workflows/heal.yml.
+one's mark in the bucket (fleet/node_marks.py) and, for a running node without one, how long ago heal first saw it so
+(recording it the first time), decides (plan/heal.py) and replaces the failed, the dead and the hung, one `pulumi up
+--target <urn> --replace <urn>` each, the head last. Run every 10 minutes by .github/workflows/heal.yml.
 
 roll: `pulumi up` on everything but the fixed workers, then each fixed worker by its own targeted `pulumi up` (its
 user-data's replace rule fires there), waiting until the new node's mark says it passed its gate before the next
@@ -19,20 +20,23 @@ that failed, 2 a bad stack, a local cluster that is not running, or roll on the 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
 from functools import partial
 
 from clouds import CLOUDS
 from fleet.cli import add_stack_args
 from fleet.ess_groups import AlibabaGroups, EssFailed, Groups, groups_in
-from fleet.node_marks import marks_reader, s3_client
+from fleet.node_marks import UnmarkedRecords, marks_reader, s3_client
 from fleet.stack_nodes import Pulumi, PulumiFailed, node_resources, nodes_seen, stack_output
 from fleet.stacks import resolve, spec_and_plan
 from here.local.errors import EXIT_FAILED, EXIT_USAGE
 from plan.group_roll import SERVING, rolls_groups, stale, successor, successors
-from plan.heal import NodeSeen, decide_heal, node_marks, roll_order
+from plan.heal import NodeSeen, awaiting_mark, decide_heal, node_marks, roll_order, unmarked_records
+from plan.lifecycle import MARK_DEADLINE_S
 from plan.software import FAILURE_BUDGET, PERMANENT_FAILURES
 
 POLL_S = 30
@@ -82,9 +86,11 @@ def run_heal(args) -> int:
             return 0
         pulumi.refresh(r["urn"] for r in before)
         after = pulumi.export()
-        seen = nodes_seen(before, after, spec.cloud, _reader(spec, after))
+        records = UnmarkedRecords.at(s3_client(spec.cloud, spec.region),
+                                     unmarked_records(stack_output(after, "checkpointUri")))
+        seen = _timed(nodes_seen(before, after, spec.cloud, _reader(spec, after)), records, cloud.dead_states)
         decision = decide_heal(plan.rollout, seen, cloud.dead_states, budget=FAILURE_BUDGET,
-                               permanent=PERMANENT_FAILURES)
+                               permanent=PERMANENT_FAILURES, deadline_s=MARK_DEADLINE_S)
         for how in decision.groups:
             print(f"left to its group: {how}")
         for node, why in decision.refused:
@@ -93,12 +99,29 @@ def run_heal(args) -> int:
             node = replacement.node
             print(f"replacing {node.name} ({node.instance_id}): {replacement.why}")
             pulumi.up(target=[node.resource], replace=[] if replacement.gone else [node.resource])
+            records.forget(node.instance_id)
     except PulumiFailed as error:
         print(f"fleet: {error}", file=sys.stderr)
         return EXIT_FAILED
     if not decision.replace and not decision.refused:
-        print(f"all {len(seen)} node(s) outside groups are running and none is marked failed")
+        waiting = sum(node.unmarked_s is not None for node in seen)
+        print(f"all {len(seen)} node(s) outside groups are running and none is marked failed"
+              + (f"; {waiting} not marked yet, within {MARK_DEADLINE_S} s of first seen" if waiting else ""))
     return EXIT_FAILED if decision.refused else 0
+
+
+def _timed(seen: list[NodeSeen], records: UnmarkedRecords, dead_states) -> list[NodeSeen]:
+    """Each node awaiting its mark with how long ago heal first saw it so (recorded now the first time); the record
+    of a node that marked itself since goes."""
+    now = datetime.now(UTC)
+    timed = []
+    for node in seen:
+        if awaiting_mark(node, dead_states):
+            node = dataclasses.replace(node, unmarked_s=records.age(node.instance_id, now))
+        elif node.mark:
+            records.forget(node.instance_id)
+        timed.append(node)
+    return timed
 
 
 def _heal_here(plan, cloud) -> int:
@@ -115,7 +138,9 @@ def _heal_here(plan, cloud) -> int:
         return error.code
     roles = {node.name: node.role for node in layout(plan).nodes}
     seen = [NodeSeen(name, name, roles[name], name, "running" if up else "ended", None) for name, up in running.items()]
-    decision = decide_heal(plan.rollout, seen, cloud.dead_states, budget=FAILURE_BUDGET, permanent=PERMANENT_FAILURES)
+    # Local nodes write no mark (the `fleet up` that owns them watches them), so none is timed as hung.
+    decision = decide_heal(plan.rollout, seen, cloud.dead_states, budget=FAILURE_BUDGET, permanent=PERMANENT_FAILURES,
+                           deadline_s=MARK_DEADLINE_S)
     for node, why in decision.refused:
         print(f"fleet: {node.name} is not replaced: {why}", file=sys.stderr)
     for replacement in decision.replace:

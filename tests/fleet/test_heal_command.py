@@ -5,7 +5,9 @@ export` with the stack's states in turn (before and after a refresh, after each 
 from __future__ import annotations
 
 import json
+import re
 import sys
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
@@ -15,6 +17,7 @@ from fleet import heal_command
 from fleet.cli import main
 from fleet.node_marks import marks_reader, s3_client
 from plan.group_roll import Member
+from plan.lifecycle import MARK_DEADLINE_S
 from plan.paths import PROJECT_ROOT
 
 FAKE_PULUMI = f"""#!{sys.executable}
@@ -109,6 +112,34 @@ def test_heal_replaces_the_failed_and_the_dead_one_up_each_the_head_last(cloud, 
                           ["--target", head, "--replace", head, "--target-dependents"]]
     out = capsys.readouterr().out
     assert "nccl:allreduce" in out and f"its instance is {off}" in out and "gone" in out
+
+
+def test_heal_times_a_node_without_a_mark_and_replaces_it_once_past_the_deadline(cloud, capsys):
+    stack = "ali-erdma"
+    nodes = {f"{stack}-head": ("i-h", "Running"), f"{stack}-worker-0": ("i-0", "Running")}
+    calls = cloud([state(stack, nodes)] * 2, {"i-h": "in-service"})
+    s3 = heal_command.s3_client("alicloud", "ap-southeast-1")
+    record = {"Bucket": BUCKET, "Key": "c/nodes-unmarked/i-0"}
+    # A record of the head from an earlier run, before it marked itself: it goes.
+    s3.put_object(Bucket=BUCKET, Key="c/nodes-unmarked/i-h", Body=b"2026-12-03T08:00:00+00:00")
+    assert main(["heal", "--stack", stack]) == 0, capsys.readouterr().err
+    assert ups(calls) == [], "first seen without a mark: booting"
+    first = datetime.fromisoformat(s3.get_object(**record)["Body"].read().decode())
+    assert abs((datetime.now(UTC) - first).total_seconds()) < 60
+    assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix="c/nodes-unmarked/i-h")
+    assert main(["heal", "--stack", stack]) == 0
+    assert ups(calls) == [], "seen again within the deadline: its record stands"
+    assert datetime.fromisoformat(s3.get_object(**record)["Body"].read().decode()) == first
+    # First seen longer ago than the bootstrap and the gate may take: hung, replaced, its record gone.
+    long_ago = datetime.now(UTC) - timedelta(seconds=MARK_DEADLINE_S + 120)
+    s3.put_object(**record, Body=long_ago.isoformat().encode())
+    capsys.readouterr()
+    assert main(["heal", "--stack", stack]) == 0
+    w0 = urn(stack, f"{stack}-worker-0")
+    assert ups(calls) == [["--target", w0, "--replace", w0, "--target-dependents"]]
+    waited = re.search(r"worker-0 \(i-0\): no mark (\d+) s after it was first seen", capsys.readouterr().out)
+    assert waited and MARK_DEADLINE_S + 120 <= int(waited[1]) < MARK_DEADLINE_S + 180
+    assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix="c/nodes-unmarked/")
 
 
 def test_heal_refuses_past_the_budget_and_says_why(cloud, capsys):
