@@ -42,7 +42,7 @@ from plan.profile import (
     default_endpoint,
     no_mirrors,
 )
-from plan.rollout import FLEET_ROLL, GROUP_REPLACE, REPLACE
+from plan.rollout import FLEET_ROLL, GROUP_ROLL, REPLACE
 from plan.workers import mixed_group, per_market
 from spec.clouds import REGION_KEYS
 from spec.errors import Problem
@@ -222,10 +222,11 @@ ALICLOUD = CloudProfile(
     placement=placement,
     worker_groups=worker_groups,
     # ECS instances are replaced when their user-data changes (Pulumi replaceOnChanges: the provider updates it in
-    # place, which re-runs no bootstrap), the fixed workers one at a time by `fleet roll`; the ESS group is replaced
-    # whole, since ESS's instance refresh takes no cost-optimised group nor a scaling configuration
+    # place, which re-runs no bootstrap), the fixed workers one at a time by `fleet roll`; the ESS group's
+    # configuration is changed in place (ModifyScalingConfiguration: ESS's instance refresh takes no cost-optimised
+    # group nor a scaling configuration), and `fleet roll` has ESS replace its older members one at a time
     # (docs/cloud-facts.md#rollout-alibaba).
-    rollout=MappingProxyType({HEAD: REPLACE, INSTANCES: FLEET_ROLL, SCALING_GROUP: GROUP_REPLACE}),
+    rollout=MappingProxyType({HEAD: REPLACE, INSTANCES: FLEET_ROLL, SCALING_GROUP: GROUP_ROLL}),
     # A released instance reads as gone (docs/cloud-facts.md#heal-instance-states).
     dead_states=frozenset({"Stopping", "Stopped"}),
     rules=(erdma_fixed_size,),

@@ -1,12 +1,16 @@
 """`fleet heal --stack NAME` and `fleet roll --stack NAME`: the nodes no group replaces, replaced through Pulumi.
 
 heal: refreshes the stack's node instances (the cloud's describe call says which are gone or stopped), reads each
-one's mark in the bucket (fleet/node_marks.py), decides (plan/heal.py) and replaces the failed and the dead, one
-`pulumi up --target <urn> --replace <urn>` each, the head last. Run every 10 minutes by .github/workflows/heal.yml.
+one's mark in the bucket (fleet/node_marks.py) and, for a running node without one, how long ago heal first saw it so
+(recording it the first time), decides (plan/heal.py) and replaces the failed, the dead and the hung, one `pulumi up
+--target <urn> --replace <urn>` each, the head last. Run every 10 minutes by .github/workflows/heal.yml.
 
 roll: `pulumi up` on everything but the fixed workers, then each fixed worker by its own targeted `pulumi up` (its
 user-data's replace rule fires there), waiting until the new node's mark says it passed its gate before the next
-goes: a code change reaches Alibaba's and Tencent's fixed workers one at a time (plan/rollout.py FLEET_ROLL).
+goes: a code change reaches Alibaba's and Tencent's fixed workers one at a time (plan/rollout.py FLEET_ROLL). Then
+each Alibaba ESS group, whose configuration that `pulumi up` changed in place: its members launched from older
+settings are reported unhealthy one at a time (fleet/ess_groups.py), and the next goes once the successor ESS launched
+passed its gate (plan/rollout.py GROUP_ROLL, plan/group_roll.py).
 
 On the local cluster heal boots a worker whose machine ended anew (the running `fleet up` does, as for `fleet drill
 rejoin`); the head, which holds the job, is not replaced; `fleet up` again rolls local nodes, so roll refuses it.
@@ -16,19 +20,31 @@ that failed, 2 a bad stack, a local cluster that is not running, or roll on the 
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from functools import partial
 
 from clouds import CLOUDS
 from fleet.cli import add_stack_args
-from fleet.node_marks import marks_reader, s3_client
+from fleet.ess_groups import AlibabaGroups, EssFailed, Groups, groups_in
+from fleet.node_marks import UnmarkedRecords, marks_reader, s3_client
 from fleet.stack_nodes import Pulumi, PulumiFailed, node_resources, nodes_seen, stack_output
 from fleet.stacks import resolve, spec_and_plan
 from here.local.errors import EXIT_FAILED, EXIT_USAGE
-from plan.heal import FAILED, IN_SERVICE, OVER_BUDGET, NodeSeen, decide_heal, node_marks, roll_order
+from plan.group_roll import SERVING, rolls_groups, stale, successor, successors
+from plan.heal import NodeSeen, awaiting_mark, decide_heal, node_marks, roll_order, unmarked_records
+from plan.lifecycle import MARK_DEADLINE_S
 from plan.software import FAILURE_BUDGET, PERMANENT_FAILURES
 
 POLL_S = 30
+
+
+def ess_groups(region: str) -> Groups:
+    """The ESS calls of a roll (a stand-in in tests)."""
+    return AlibabaGroups(region)
 
 
 def register(subparsers) -> None:
@@ -38,7 +54,7 @@ def register(subparsers) -> None:
     roll = subparsers.add_parser("roll", help="`pulumi up`, with the fixed workers replaced one at a time")
     add_stack_args(roll, json_flag=False)
     roll.add_argument("--timeout", type=int, default=3600,
-                      help="seconds a replaced worker may take to pass its gate (default 3600)")
+                      help="seconds a replaced worker's successor may take to pass its gate (default 3600)")
     roll.set_defaults(run=run_roll)
 
 
@@ -70,9 +86,11 @@ def run_heal(args) -> int:
             return 0
         pulumi.refresh(r["urn"] for r in before)
         after = pulumi.export()
-        seen = nodes_seen(before, after, spec.cloud, _reader(spec, after))
+        records = UnmarkedRecords.at(s3_client(spec.cloud, spec.region),
+                                     unmarked_records(stack_output(after, "checkpointUri")))
+        seen = _timed(nodes_seen(before, after, spec.cloud, _reader(spec, after)), records, cloud.dead_states)
         decision = decide_heal(plan.rollout, seen, cloud.dead_states, budget=FAILURE_BUDGET,
-                               permanent=PERMANENT_FAILURES)
+                               permanent=PERMANENT_FAILURES, deadline_s=MARK_DEADLINE_S)
         for how in decision.groups:
             print(f"left to its group: {how}")
         for node, why in decision.refused:
@@ -81,12 +99,29 @@ def run_heal(args) -> int:
             node = replacement.node
             print(f"replacing {node.name} ({node.instance_id}): {replacement.why}")
             pulumi.up(target=[node.resource], replace=[] if replacement.gone else [node.resource])
+            records.forget(node.instance_id)
     except PulumiFailed as error:
         print(f"fleet: {error}", file=sys.stderr)
         return EXIT_FAILED
     if not decision.replace and not decision.refused:
-        print(f"all {len(seen)} node(s) outside groups are running and none is marked failed")
+        waiting = sum(node.unmarked_s is not None for node in seen)
+        print(f"all {len(seen)} node(s) outside groups are running and none is marked failed"
+              + (f"; {waiting} not marked yet, within {MARK_DEADLINE_S} s of first seen" if waiting else ""))
     return EXIT_FAILED if decision.refused else 0
+
+
+def _timed(seen: list[NodeSeen], records: UnmarkedRecords, dead_states) -> list[NodeSeen]:
+    """Each node awaiting its mark with how long ago heal first saw it so (recorded now the first time); the record
+    of a node that marked itself since goes."""
+    now = datetime.now(UTC)
+    timed = []
+    for node in seen:
+        if awaiting_mark(node, dead_states):
+            node = dataclasses.replace(node, unmarked_s=records.age(node.instance_id, now))
+        elif node.mark:
+            records.forget(node.instance_id)
+        timed.append(node)
+    return timed
 
 
 def _heal_here(plan, cloud) -> int:
@@ -103,7 +138,9 @@ def _heal_here(plan, cloud) -> int:
         return error.code
     roles = {node.name: node.role for node in layout(plan).nodes}
     seen = [NodeSeen(name, name, roles[name], name, "running" if up else "ended", None) for name, up in running.items()]
-    decision = decide_heal(plan.rollout, seen, cloud.dead_states, budget=FAILURE_BUDGET, permanent=PERMANENT_FAILURES)
+    # Local nodes write no mark (the `fleet up` that owns them watches them), so none is timed as hung.
+    decision = decide_heal(plan.rollout, seen, cloud.dead_states, budget=FAILURE_BUDGET, permanent=PERMANENT_FAILURES,
+                           deadline_s=MARK_DEADLINE_S)
     for node, why in decision.refused:
         print(f"fleet: {node.name} is not replaced: {why}", file=sys.stderr)
     for replacement in decision.replace:
@@ -130,27 +167,63 @@ def run_roll(args) -> int:
             deployment = pulumi.export()
             instance_id = next(r["id"] for r in node_resources(deployment, spec.cloud)
                                if r["urn"] == worker.resource)
-            if not _in_service(_reader(spec, deployment), worker.name, instance_id, args.timeout):
+            if not _in_service(partial(_marks, _reader(spec, deployment), (instance_id,)), worker.name, args.timeout):
                 return EXIT_FAILED
-    except PulumiFailed as error:
+        if rolls_groups(plan.rollout) and not _roll_groups(spec, pulumi.export(), args.timeout):
+            return EXIT_FAILED
+    except (PulumiFailed, EssFailed) as error:
         print(f"fleet: {error}", file=sys.stderr)
         return EXIT_FAILED
     return 0
 
 
-def _in_service(mark_of, name: str, instance_id: str, timeout: int) -> bool:
-    """Waits until the node's mark says it passed its gate; False (said) when it failed it or the time ran out:
-    the roll stops there, so no second node leaves the job (`fleet heal` replaces a failed one)."""
+def _roll_groups(spec, deployment: dict, timeout: int) -> bool:
+    """Each ESS group's members launched from older settings, one at a time, the longest-serving first: reported
+    unhealthy, ESS removes it and launches its successor from the current configuration; the next goes once a
+    successor is in service. False (said) where a successor failed or the time ran out."""
+    held = groups_in(deployment)
+    if not held:
+        return True
+    groups, mark_of = ess_groups(spec.region), _reader(spec, deployment)
+    for name, group_id, user_data in held:
+        old = stale(groups.members(group_id), user_data)
+        for index, member in enumerate(old, 1):
+            before = {m.instance_id: m.state for m in groups.members(group_id)}
+            if before.get(member.instance_id) != SERVING:
+                continue  # it left the group, or is leaving, since
+            print(f"rolling {member.instance_id} of {name} ({index} of {len(old)})")
+            groups.take_out(member.instance_id)
+            look = partial(_successor_marks, groups, group_id, tuple(before), mark_of)
+            if not _in_service(look, f"{member.instance_id}'s successor in {name}", timeout):
+                return False
+    return True
+
+
+def _marks(mark_of: Callable[[str], str | None], instance_ids: Iterable[str]) -> dict[str, str | None]:
+    return {instance_id: mark_of(instance_id) for instance_id in instance_ids}
+
+
+def _successor_marks(groups: Groups, group_id: str, before: tuple[str, ...],
+                     mark_of: Callable[[str], str | None]) -> dict[str, str | None]:
+    """The marks of the members the group added since it held `before`."""
+    return _marks(mark_of, successors(before, groups.members(group_id)))
+
+
+def _in_service(look: Callable[[], Mapping[str, str | None]], name: str, timeout: int) -> bool:
+    """Waits until a node's mark says it passed its gate (`look`: the nodes that may, with their marks); False (said)
+    when one failed it or the time ran out: the roll stops there, so no second node leaves the job (`fleet heal`, or
+    for a group's node the group, replaces a failed one)."""
     deadline = time.monotonic() + timeout
-    while (mark := mark_of(instance_id)) != IN_SERVICE:
-        if mark and mark.startswith((FAILED, OVER_BUDGET)):
+    while not (outcome := successor(look())).passed:
+        if outcome.failed:
+            instance_id, mark = outcome.failed
             print(f"fleet: {name} ({instance_id}) failed its gate ({mark}); the roll stops here, `fleet heal` "
                   "replaces it", file=sys.stderr)
             return False
         if time.monotonic() > deadline:
-            print(f"fleet: {name} ({instance_id}) did not pass its gate within {timeout} s; the roll stops here "
-                  "(its console log says why)", file=sys.stderr)
+            print(f"fleet: {name} did not pass its gate within {timeout} s; the roll stops here (its console log "
+                  "says why)", file=sys.stderr)
             return False
         time.sleep(POLL_S)
-    print(f"{name} ({instance_id}) is in service")
+    print(f"{name} ({outcome.passed}) is in service")
     return True

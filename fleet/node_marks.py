@@ -1,13 +1,14 @@
-"""Reading the marks nodes outside groups write in the cluster's bucket (plan/heal.py), with the pipeline's own
-credentials, through each store's S3 API: S3 itself, OSS and COS through theirs (the profile's store_api;
-docs/cloud-facts.md#heal-marks).
-Nodes write them with the permissions they already hold (the bucket's objects); nothing here needs more of them."""
+"""Reading the marks nodes write in the cluster's bucket (plan/heal.py), and keeping `fleet heal`'s record of the
+nodes it saw without one, with the pipeline's own credentials, through each store's S3 API: S3 itself, OSS and COS
+through theirs (the profile's store_api; docs/cloud-facts.md#heal-marks).
+Nodes write their marks with the permissions they already hold (the bucket's objects); nothing here needs more."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from urllib.parse import urlsplit
 
 from clouds import CLOUDS
@@ -53,3 +54,30 @@ def marks_reader(client, marks_uri: str) -> Callable[[str], str | None]:
         return body.read().decode().strip()
 
     return read
+
+
+@dataclass(frozen=True)
+class UnmarkedRecords:
+    """When `fleet heal` first saw each running node without a mark (plan/heal.py unmarked_records): one object per
+    instance id holding that moment (ISO 8601 UTC), written, read and removed with the pipeline's credentials."""
+
+    client: object
+    bucket: Bucket
+
+    @classmethod
+    def at(cls, client, uri: str) -> UnmarkedRecords:
+        return cls(client, Bucket.of(uri))
+
+    def age(self, instance_id: str, now: datetime) -> float:
+        """Seconds since the node was first seen without a mark; 0 where this is the first time (then recorded)."""
+        key = f"{self.bucket.prefix}/{instance_id}"
+        try:
+            body = self.client.get_object(Bucket=self.bucket.name, Key=key)["Body"]
+        except self.client.exceptions.NoSuchKey:
+            self.client.put_object(Bucket=self.bucket.name, Key=key, Body=now.isoformat().encode())
+            return 0.0
+        return (now - datetime.fromisoformat(body.read().decode().strip())).total_seconds()
+
+    def forget(self, instance_id: str) -> None:
+        """The node marked itself, or is replaced: its record goes (removing one that is not there is no error)."""
+        self.client.delete_object(Bucket=self.bucket.name, Key=f"{self.bucket.prefix}/{instance_id}")

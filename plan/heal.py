@@ -6,7 +6,11 @@ itself (an instance whose inputs did not change has no diff: docs/cloud-facts.md
 writes its mark in the cluster's bucket (cloud-init/bin/gpufleet-mark, from gpufleet-report and gpufleet-health:
 `<bucket>/<cluster>/nodes/<instance id>`); the cloud's describe call, through `pulumi refresh`, says whether the
 instance still runs (on the local cluster: whether its machine does). `fleet heal` replaces the failed and the dead,
-one `pulumi up` each, the head last; `fleet roll` waits for IN_SERVICE between fixed workers."""
+one `pulumi up` each, the head last; `fleet roll` waits for IN_SERVICE between fixed workers.
+
+A node that hangs before its gate ends (a bootstrap or a gate that never returns) writes no mark and reads as booting.
+So heal records, beside the marks, when it first saw each running node without one (unmarked_records, written by the
+pipeline: nodes gain no permission), and replaces a node still unmarked past the plan's deadline (MARK_DEADLINE_S)."""
 
 from __future__ import annotations
 
@@ -26,9 +30,15 @@ OVER_BUDGET = "stopped:"
 
 
 def node_marks(checkpoint_uri: str) -> str:
-    """Where the nodes outside groups write their marks: beside the failure records (gpufleet-mark finds the folder
-    from GF_FAILURE_URI, user-data having no room for another setting), one object per instance id."""
+    """Where the nodes write their marks: beside the failure records (gpufleet-mark finds the folder from
+    GF_FAILURE_URI, user-data having no room for another setting), one object per instance id."""
     return failure_records(checkpoint_uri).rsplit("/", 1)[0] + "/nodes"
+
+
+def unmarked_records(checkpoint_uri: str) -> str:
+    """Where `fleet heal` records when it first saw a running node without a mark (the time, one object per instance
+    id), beside the marks and outside their folder, which the nodes write."""
+    return node_marks(checkpoint_uri) + "-unmarked"
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,7 @@ class NodeSeen:
     instance_id: str
     state: str | None  # the cloud's instance state after the refresh; None: the instance is gone
     mark: str | None  # its mark in the bucket; None: none written (booting, or never reached the bucket)
+    unmarked_s: float | None = None  # how long since heal first saw it without a mark; None: not timed
 
 
 @dataclass(frozen=True)
@@ -74,9 +85,15 @@ def _dead(node: NodeSeen, dead_states: Collection[str]) -> str | None:
     return None
 
 
+def awaiting_mark(node: NodeSeen, dead_states: Collection[str]) -> bool:
+    """A node that runs (or is starting) and wrote no mark yet: booting, or hung; heal times it."""
+    return node.mark is None and _dead(node, dead_states) is None
+
+
 def decide_heal(rollout: Iterable[RolloutPlan], nodes: Iterable[NodeSeen], dead_states: Collection[str], *,
-                budget: int, permanent: Collection[str]) -> HealPlan:
-    """Replace each node that is dead (gone, or in one of the cloud's `dead_states`) or marked failed; refuse a node
+                budget: int, permanent: Collection[str], deadline_s: float) -> HealPlan:
+    """Replace each node that is dead (gone, or in one of the cloud's `dead_states`), marked failed, or still without
+    a mark `deadline_s` after heal first saw it (hung: plan/lifecycle.py MARK_DEADLINE_S); refuse a node
     failed for a permanent reason once more than `budget` nodes carry that reason (its own node-side count, the
     OVER_BUDGET mark, or the marks seen here): a new node boots the same image and fails the same way; refuse a dead
     node the plan holds (the local head: HOLD). Workers in a scaling group are never seen here: their group replaces
@@ -105,6 +122,9 @@ def decide_heal(rollout: Iterable[RolloutPlan], nodes: Iterable[NodeSeen], dead_
                                   "a new node boots the same image; change the stack's image or software"))
         elif mark.startswith(FAILED):
             replace.append(Replacement(node, f"it failed its gate ({mark.removeprefix(FAILED)})", False))
+        elif not mark and node.unmarked_s is not None and node.unmarked_s > deadline_s:
+            replace.append(Replacement(node, f"no mark {node.unmarked_s:.0f} s after it was first seen (its "
+                                             f"bootstrap and gate end within {deadline_s:.0f} s)", False))
     replace.sort(key=lambda r: r.node.role == HEAD)
     groups = tuple(r.how for r in rollout if r.role == WORKER and r.form != INSTANCES)
     return HealPlan(tuple(replace), tuple(refused), groups)

@@ -24,6 +24,12 @@ DRAIN_TIMEOUT_S = 600
 # bootstrap may take: the bundle fetch, the driver stack on a plain image, the gate (HEALTH_GRACE_S).
 LAUNCH_HOOK = "gpufleet-launch"
 LAUNCH_TIMEOUT_S = HEALTH_GRACE_S
+# The longest the node's gate runs: systemd stops gpufleet-gate.service after its TimeoutStartSec, and a gate stopped
+# so writes no mark (cloud-init/systemd/gpufleet-gate.service; tests/plan/test_heal.py holds the two equal).
+GATE_TIMEOUT_S = 3600
+# A node that wrote no mark this long after `fleet heal` first saw it never will: its bootstrap's grace (the bundle
+# fetch and the driver stack, HEALTH_GRACE_S) and its whole gate (GATE_TIMEOUT_S) are over, so heal replaces it.
+MARK_DEADLINE_S = HEALTH_GRACE_S + GATE_TIMEOUT_S
 HEAD_REPLACEMENT = ("the head is replaced (deleted first, so its fixed address is free) whenever its launch template "
                     "gets a new version; the job stops with a checkpoint and resumes from it on the new head")
 

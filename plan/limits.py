@@ -69,9 +69,10 @@ class CloudLimits:
 # Tag keys gpufleet writes itself: discovery, IAM conditions and `fleet` commands rely on their values.
 OWN_TAG_PREFIX = "gpufleet:"
 OWN_TAG_KEYS = ("managed-by",)
-# Tags gpufleet puts on a resource besides the stack's: gpufleet:cluster, gpufleet:stack, managed-by, the role tag
-# and AWS's Name.
-OWN_TAG_COUNT = 5
+# Tags gpufleet puts on a resource besides the stack's, at most: gpufleet:cluster, gpufleet:stack, managed-by, the
+# role tag, and AWS's Name or, on an Alibaba ESS worker, gpufleet:health (a failed node's) and gpufleet:user-data
+# (plan/rollout.py USER_DATA_TAG).
+OWN_TAG_COUNT = 6
 
 # Never a VPC on any cloud (docs/cloud-facts.md#limits-on-every-cloud): not unicast addresses a host can own, and the
 # link-local range every cloud's metadata service answers in.

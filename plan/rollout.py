@@ -13,9 +13,8 @@ from dataclasses import dataclass
 # The mechanisms. REPLACE: `pulumi up` replaces the instance (the provider's replace-on-user-data rule or Pulumi's
 # replaceOnChanges). REFRESH: the group's own rolling instance refresh, started by the new launch settings.
 # RESET_REFRESH: the group's refresh reinstalls each node in place from the new launch settings (same instance id,
-# fresh system disk, so cloud-init runs as on a first boot). GROUP_REPLACE: `pulumi up` replaces the whole group
-# (deleted first: its name is fixed), its workers leave together and the new group's join the job.
-REPLACE, REFRESH, RESET_REFRESH, GROUP_REPLACE = "replace", "refresh", "reset-refresh", "group-replace"
+# fresh system disk, so cloud-init runs as on a first boot).
+REPLACE, REFRESH, RESET_REFRESH = "replace", "refresh", "reset-refresh"
 # The local cluster (here/local/rollout.py). ROLL: `fleet up` run again takes the workers out of the running job
 # REFRESH_BATCH at a time (each checkpoints on its leave notice), boots each anew from the new user-data and waits
 # until it rejoins. HOLD: the head hosts the job's rendezvous store and decides its end, so it keeps the running
@@ -25,6 +24,14 @@ ROLL, HOLD = "roll", "hold"
 # own targeted `pulumi up` (the replace-on-user-data rule of REPLACE fires there), and waits until the new node is back
 # in service (its in-service mark, plan/heal.py) before the next goes; a plain `pulumi up` would replace them together.
 FLEET_ROLL = "fleet-roll"
+# A group whose launch settings `pulumi up` changes in place, which reach only the instances it launches next (Alibaba
+# ESS: docs/cloud-facts.md#rollout-alibaba): `fleet roll` reports its members launched from older settings unhealthy
+# REFRESH_BATCH at a time, the group launches each one's successor from the new settings, keeping its size, and the
+# next goes once the successor is in service (its mark, plan/group_roll.py).
+GROUP_ROLL = "group-roll"
+# The tag a group's launch settings carry, which every instance it launches keeps: the hash of the user-data it was
+# launched with, so `fleet roll` tells the members launched from older settings (plan/group_roll.py).
+USER_DATA_TAG = "gpufleet:user-data"
 # The mechanisms under which `pulumi up` replaces a node on a change of its user-data (the resource options are the
 # same: components/realizers/rollout.py node_options); FLEET_ROLL only orders them.
 REPLACED_BY_UP = (REPLACE, FLEET_ROLL)
@@ -40,7 +47,7 @@ class RolloutPlan:
     role: str
     form: str  # INSTANCES (the head, fixed workers) | SCALING_GROUP
     count: int  # its nodes at the desired size
-    mechanism: str  # REPLACE | FLEET_ROLL | REFRESH | RESET_REFRESH | GROUP_REPLACE | ROLL | HOLD
+    mechanism: str  # REPLACE | FLEET_ROLL | GROUP_ROLL | REFRESH | RESET_REFRESH | ROLL | HOLD
     delete_first: bool  # the old node goes before its successor is made (it holds the fixed address)
     min_healthy_percent: int | None  # REFRESH: the share of the group kept in service while it rolls
 
@@ -64,9 +71,11 @@ class RolloutPlan:
             return (f"{what}: `fleet roll` replaces them {REFRESH_BATCH} at a time while the job goes on: each "
                     "checkpoints on its shutdown, and the next goes once the new node passed its gate (its in-service "
                     "mark); a plain `pulumi up` would replace them together")
-        if self.mechanism == GROUP_REPLACE:
-            return (f"{what}: the group is deleted with its workers (each checkpoints on its shutdown), then made "
-                    "anew from the new configuration; the job waits, from its checkpoint, for the new workers")
+        if self.mechanism == GROUP_ROLL:
+            return (f"{what}: `pulumi up` changes the group's configuration in place, then `fleet roll` replaces "
+                    f"them {REFRESH_BATCH} at a time while the job goes on: the group launches each successor from "
+                    "the new configuration, keeping its size; each checkpoints on its shutdown, and the next goes "
+                    "once the successor passed its gate (its in-service mark)")
         order = ("deleted, then created anew (it holds the fixed address); the job stops with a checkpoint and "
                  "resumes on the new head" if self.delete_first else
                  "replaced together by `pulumi up`; each checkpoints on its shutdown before it goes")

@@ -9,8 +9,9 @@ import pulumi_alicloud as alicloud
 from components.alicloud.nodes import NodeArgs, disk_args, ecs_node
 from components.realizers.encoding import gzip_base64
 from components.realizers.images import image_ignore_changes
-from components.realizers.rollout import group_options
+from components.realizers.rollout import user_data_trigger
 from plan.model import SPOT, MarketPlan, RolePlan, WorkerGroupPlan
+from plan.rollout import USER_DATA_TAG
 
 
 def _spot(market: MarketPlan, instance_types: tuple[str, ...]) -> dict:
@@ -63,18 +64,18 @@ class AliWorkers(pulumi.ComponentResource):
             multi_az_policy=_multi_az_policy(market, args.worker_types), on_demand_base_capacity=market.on_demand_base,
             on_demand_percentage_above_base_capacity=100 - market.spot_percent, spot_instance_pools=1,
             health_check_type="ECS", removal_policies=["NewestInstance", "OldestScalingConfiguration"], tags=tags,
-            # Made anew, with its workers, whenever their user-data changes: a new scaling configuration reaches
-            # only new instances, and ESS's instance refresh takes neither this cost-optimised group nor a
-            # scaling configuration (docs/cloud-facts.md#rollout-alibaba).
-            opts=pulumi.ResourceOptions.merge(child, group_options(role.user_data)))
+            opts=child)
         # What a worker is: the types in priority order, image, encrypted disk, security group, role and user-data.
         # pulumi_alicloud 4.0.0's ESS configuration has http_endpoint but no http_tokens: hardened IMDS needs an ECS
-        # instance.
+        # instance. A change of the user-data (and of its hash in USER_DATA_TAG) is made in place and reaches the
+        # instances ESS launches next: `fleet roll` has ESS replace the older ones
+        # (docs/cloud-facts.md#rollout-alibaba).
         alicloud.ess.ScalingConfiguration(
             f"{name}-worker-config", scaling_group_id=self.group.id, scaling_configuration_name=f"{name}-worker",
             image_id=args.image.ref, security_group_ids=[args.group_id],
             role_name=args.role_name, user_data=gzip_base64(role.user_data), http_endpoint="enabled",
-            internet_max_bandwidth_out=0, instance_name=f"{name}-worker", tags=tags, active=True, enable=True,
+            internet_max_bandwidth_out=0, instance_name=f"{name}-worker", active=True, enable=True,
+            tags={**tags, USER_DATA_TAG: user_data_trigger(role.user_data)},
             force_delete=True,
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=image_ignore_changes(args.image)),
             **_types(args.worker_types), **disk_args(args), **_spot(market, args.worker_types), **_reservation(market))

@@ -26,6 +26,6 @@ def node_options(rollout: RolloutPlan, user_data_input: str | None) -> pulumi.Re
 
 
 def group_options(user_data: str) -> pulumi.ResourceOptions:
-    """A group, or a group's one-shot refresh, that `pulumi up` makes anew whenever its role's user-data changes
-    (Pulumi's replacementTrigger), deleted first: its name is fixed."""
+    """A group's one-shot refresh that `pulumi up` makes anew whenever its role's user-data changes (Pulumi's
+    replacementTrigger), deleted first."""
     return pulumi.ResourceOptions(replacement_trigger=user_data_trigger(user_data), delete_before_replace=True)

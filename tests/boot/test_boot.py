@@ -232,10 +232,12 @@ def test_a_node_life_through_the_store_client_asks_only_for_what_its_role_grants
     record = f"/failures/{kind}_node-life/"
     assert [r for r in boot.store_requests() if r["operation"] == "PutObject" and record in r["path"]], \
         _journal(head, "gpufleet-*")[-3000:]
-    # The head is in no group: it wrote its mark where `fleet heal` reads it (plan/heal.py node_marks).
-    mark = f"/nodes/{head.instance.instance_id}"
-    assert [r for r in boot.store_requests() if r["operation"] == "PutObject" and r["path"].endswith(mark)], \
-        _journal(head, "gpufleet-*")[-3000:]
+    # Every node wrote its mark where `fleet heal` and `fleet roll` read it (plan/heal.py node_marks): the head, which
+    # no group holds, and the worker, which `fleet roll` waits for when a group launched it in place of a rolled node.
+    for node in (head, worker):
+        mark = f"/nodes/{node.instance.instance_id}"
+        assert [r for r in boot.store_requests() if r["operation"] == "PutObject" and r["path"].endswith(mark)], \
+            _journal(node, "gpufleet-*")[-3000:]
 
     addresses = {node.instance.private_ip for node in boot.nodes}
     requests = [r for r in boot.store_requests() if r["client"] in addresses]

@@ -1,8 +1,9 @@
 """The marks `fleet heal` and `fleet roll` read (plan/heal.py), written by the node scripts themselves: a node outside
 any group marks a failed gate (with its reason, or `stopped:` past the failure budget) through gpufleet-report, and a
 passed one through gpufleet-mark; the object sits where plan/heal.py node_marks says, under the instance id its
-metadata gives. A group's node and a local node mark nothing. Nodes run from the local stack's user-data under a node
-root, on a cloud's metadata (its instance id), with the bucket a directory."""
+metadata gives. A group's node marks too (`fleet roll` waits for the successor of a group node it rolled); a local node
+marks nothing. Nodes run from the local stack's user-data under a node root, on a cloud's metadata (its instance id),
+with the bucket a directory."""
 
 from __future__ import annotations
 
@@ -55,9 +56,15 @@ def test_past_the_failure_budget_the_mark_says_stopped(local_node, metadata, tmp
     assert _mark(tmp_path) == f"stopped:{reason}"
 
 
-@pytest.mark.parametrize("settings", [{"in_scaling_group": True}, {"local": True}])
-def test_a_group_node_or_a_local_node_marks_nothing(local_node, metadata, tmp_path, settings):  # noqa: F811
-    root, _, env, _ = _node(local_node, metadata, tmp_path, "aws", **settings)
+def test_a_group_node_marks_its_passed_gate(local_node, metadata, tmp_path):  # noqa: F811
+    root, _, env, _ = _node(local_node, metadata, tmp_path, "alicloud", in_scaling_group=True)
+    result = run([root / "opt/gpufleet/bin/gpufleet-mark", "in-service"], root, env)
+    assert result.returncode == 0, result.stderr
+    assert _mark(tmp_path) == "in-service"
+
+
+def test_a_local_node_marks_nothing(local_node, metadata, tmp_path):  # noqa: F811
+    root, _, env, _ = _node(local_node, metadata, tmp_path, "aws", local=True)
     assert run([root / "opt/gpufleet/bin/gpufleet-mark", "in-service"], root, env).returncode == 0
     assert not (tmp_path / "bucket/cluster/nodes").exists()
 

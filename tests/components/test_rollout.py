@@ -11,7 +11,7 @@ from plan import planner
 from plan.bundle import bundle_sha256
 from plan.model import INSTANCES, WORKER
 from plan.paths import PROJECT_ROOT
-from plan.rollout import FLEET_ROLL, GROUP_REPLACE, REFRESH, REPLACE, REPLACED_BY_UP, RESET_REFRESH
+from plan.rollout import FLEET_ROLL, GROUP_ROLL, REFRESH, REPLACE, REPLACED_BY_UP, RESET_REFRESH, USER_DATA_TAG
 from spec.stackfile import load_stack_file
 
 # Two real bundles of this checkout, without and with the fused-loss kernels: a change of the training code.
@@ -45,14 +45,28 @@ def aws_action(name: str, old: dict[str, dict], new: dict[str, dict]) -> str:
     return REFRESH if uses_new_template and "instanceRefresh" in resource["inputs"] else "none"
 
 
+ESS_GROUP, ESS_CONFIGURATION = ("alicloud:ess/scalingGroup:ScalingGroup",
+                                 "alicloud:ess/scalingConfiguration:ScalingConfiguration")
+
+
 def alicloud_action(name: str, old: dict[str, dict], new: dict[str, dict]) -> str:
     """alicloud `resource_alicloud_instance.go` L447-457 / L2909-2921 @ 81c43b6: user_data is no ForceNew field, its
     change an in-place ModifyInstanceAttribute plus reboot; Pulumi replaceOnChanges turns it into a replacement.
-    A changed replacementTrigger replaces the resource whatever its inputs (Pulumi resource options)."""
+    A changed replacementTrigger replaces the resource whatever its inputs (Pulumi resource options).
+    `resource_alicloud_ess_scaling_configuration.go` @ 81c43b6: user_data (L312-315) and tags (L333) are no ForceNew
+    fields; Update sends a changed user_data (L1328-1341) and tags (L1445-1451) in one ModifyScalingConfiguration
+    (L1059, L1501-1518), which reaches only the instances ESS launches next: a group whose configuration changed so,
+    its own inputs unchanged, keeps its members until `fleet roll` has ESS replace them (GROUP_ROLL)."""
     resource, keys = new[name], changed(old[name], new[name])
     options = resource["options"]
     if options.get("replacementTrigger") != old[name]["options"].get("replacementTrigger"):
-        return GROUP_REPLACE if resource["type"] == "alicloud:ess/scalingGroup:ScalingGroup" else REPLACE
+        return REPLACE
+    if resource["type"] == ESS_GROUP:
+        if keys:
+            return f"the group's own inputs change: {sorted(keys)}"
+        configured = {alicloud_action(n, old, new) for n, r in new.items()
+                      if r["type"] == ESS_CONFIGURATION and name in r["options"].get("dependsOn", [])}
+        return GROUP_ROLL if "in place" in configured else "none"
     if "userData" in keys:
         return REPLACE if "userData" in options.get("replaceOnChanges", []) else "in place"
     return "none"
@@ -74,7 +88,7 @@ def tencent_action(name: str, old: dict[str, dict], new: dict[str, dict]) -> str
 
 NODES = {
     "aws-p5": (aws_action, {"aws-p5-head": REPLACE, "aws-p5-workers": REFRESH}),
-    "ali-spot": (alicloud_action, {"ali-spot-head": REPLACE, "ali-spot-workers": GROUP_REPLACE}),
+    "ali-spot": (alicloud_action, {"ali-spot-head": REPLACE, "ali-spot-workers": GROUP_ROLL}),
     "ali-erdma": (alicloud_action, {"ali-erdma-head": REPLACE, "ali-erdma-worker-0": REPLACE}),
     "tencent-spot": (tencent_action, {"tencent-spot-head": REPLACE, "tencent-spot-on-demand-refresh": RESET_REFRESH,
                                       "tencent-spot-spot-refresh": RESET_REFRESH}),
@@ -97,6 +111,12 @@ def test_a_new_bundle_rolls_every_node_as_the_plan_says(stack, monkeypatch):
     assert bool(fixed) == (stack in ("ali-erdma", "tencent-hcc"))
     head = new[f"{stack}-head"]["options"]
     assert head.get("deleteBeforeReplace") is True, "the head holds the fixed address: it goes first"
+    # An ESS configuration changed in place carries a new user-data tag, which the instances it launches keep: what
+    # tells `fleet roll` the members launched from older settings (plan/group_roll.py).
+    for name, resource in new.items():
+        if resource["type"] == ESS_CONFIGURATION:
+            tags = (old[name]["inputs"]["tags"][USER_DATA_TAG], resource["inputs"]["tags"][USER_DATA_TAG])
+            assert tags[0] != tags[1], tags
 
 
 @pytest.mark.parametrize("stack", sorted(NODES))

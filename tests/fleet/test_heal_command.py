@@ -5,7 +5,9 @@ export` with the stack's states in turn (before and after a refresh, after each 
 from __future__ import annotations
 
 import json
+import re
 import sys
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
@@ -14,6 +16,8 @@ from moto import mock_aws
 from fleet import heal_command
 from fleet.cli import main
 from fleet.node_marks import marks_reader, s3_client
+from plan.group_roll import Member
+from plan.lifecycle import MARK_DEADLINE_S
 from plan.paths import PROJECT_ROOT
 
 FAKE_PULUMI = f"""#!{sys.executable}
@@ -110,6 +114,34 @@ def test_heal_replaces_the_failed_and_the_dead_one_up_each_the_head_last(cloud, 
     assert "nccl:allreduce" in out and f"its instance is {off}" in out and "gone" in out
 
 
+def test_heal_times_a_node_without_a_mark_and_replaces_it_once_past_the_deadline(cloud, capsys):
+    stack = "ali-erdma"
+    nodes = {f"{stack}-head": ("i-h", "Running"), f"{stack}-worker-0": ("i-0", "Running")}
+    calls = cloud([state(stack, nodes)] * 2, {"i-h": "in-service"})
+    s3 = heal_command.s3_client("alicloud", "ap-southeast-1")
+    record = {"Bucket": BUCKET, "Key": "c/nodes-unmarked/i-0"}
+    # A record of the head from an earlier run, before it marked itself: it goes.
+    s3.put_object(Bucket=BUCKET, Key="c/nodes-unmarked/i-h", Body=b"2026-12-03T08:00:00+00:00")
+    assert main(["heal", "--stack", stack]) == 0, capsys.readouterr().err
+    assert ups(calls) == [], "first seen without a mark: booting"
+    first = datetime.fromisoformat(s3.get_object(**record)["Body"].read().decode())
+    assert abs((datetime.now(UTC) - first).total_seconds()) < 60
+    assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix="c/nodes-unmarked/i-h")
+    assert main(["heal", "--stack", stack]) == 0
+    assert ups(calls) == [], "seen again within the deadline: its record stands"
+    assert datetime.fromisoformat(s3.get_object(**record)["Body"].read().decode()) == first
+    # First seen longer ago than the bootstrap and the gate may take: hung, replaced, its record gone.
+    long_ago = datetime.now(UTC) - timedelta(seconds=MARK_DEADLINE_S + 120)
+    s3.put_object(**record, Body=long_ago.isoformat().encode())
+    capsys.readouterr()
+    assert main(["heal", "--stack", stack]) == 0
+    w0 = urn(stack, f"{stack}-worker-0")
+    assert ups(calls) == [["--target", w0, "--replace", w0, "--target-dependents"]]
+    waited = re.search(r"worker-0 \(i-0\): no mark (\d+) s after it was first seen", capsys.readouterr().out)
+    assert waited and MARK_DEADLINE_S + 120 <= int(waited[1]) < MARK_DEADLINE_S + 180
+    assert "Contents" not in s3.list_objects_v2(Bucket=BUCKET, Prefix="c/nodes-unmarked/")
+
+
 def test_heal_refuses_past_the_budget_and_says_why(cloud, capsys):
     stack = "ali-erdma"
     nodes = {f"{stack}-head": ("i-h", "Running"), **{f"{stack}-worker-{i}": (f"i-{i}", "Running") for i in range(3)}}
@@ -163,10 +195,97 @@ def test_roll_stops_when_a_worker_never_passes_its_gate(cloud, capsys):
     assert len(ups(calls)) == 2 and "did not pass its gate within 0 s" in capsys.readouterr().err
 
 
-def test_a_stack_whose_workers_are_in_groups_rolls_in_one_up(cloud):
+def test_a_stack_whose_groups_refresh_themselves_rolls_in_one_up(cloud, monkeypatch):
+    monkeypatch.setattr(heal_command, "ess_groups", lambda _: pytest.fail("no ESS call on Tencent"))
     calls = cloud([{"resources": []}], {})
+    assert main(["roll", "--stack", "tencent-spot"]) == 0
+    assert ups(calls) == [[]], "a plain `pulumi up`: the groups' instance refreshes roll their own workers"
+
+
+GROUP_ID, NEW_TAG, OLD_TAG = "asg-workers", "f516eea413a284a3", "0c1d2e3f40516273"
+
+
+def ess_state(user_data: str = NEW_TAG) -> dict:
+    """ali-spot's deployment after its `pulumi up`: the group, its configuration (changed in place: its user-data tag
+    is the new one) and the stack's outputs."""
+    stack = "ali-spot"
+    return {"resources": [
+        {"urn": f"urn:pulumi:{stack}::gpufleet::pulumi:pulumi:Stack::gpufleet-{stack}", "type": "pulumi:pulumi:Stack",
+         "outputs": {"checkpointUri": CHECKPOINTS}},
+        {"urn": f"urn:pulumi:{stack}::gpufleet::gpufleet:alicloud:Workers$alicloud:ess/scalingGroup:ScalingGroup::"
+                f"{stack}-workers", "type": "alicloud:ess/scalingGroup:ScalingGroup", "id": GROUP_ID,
+         "inputs": {"desiredCapacity": 3}},
+        {"urn": f"urn:pulumi:{stack}::gpufleet::gpufleet:alicloud:Workers$alicloud:ess/scalingConfiguration:"
+                f"ScalingConfiguration::{stack}-worker-config", "type": "alicloud:ess/scalingConfiguration:"
+         "ScalingConfiguration", "id": "asc-1",
+         "inputs": {"scalingGroupId": GROUP_ID, "tags": {"gpufleet:role": "worker", "gpufleet:user-data": user_data}}},
+    ]}
+
+
+class FakeEss:
+    """ESS as the roll sees it: a member reported unhealthy leaves the group and ESS launches its successor from the
+    current configuration (tagged NEW_TAG), which writes `successor_mark` in the bucket (None: it writes none)."""
+
+    def __init__(self, s3, members: list[Member], successor_mark: str | None = "in-service") -> None:
+        self.s3, self.held, self.successor_mark, self.taken = s3, list(members), successor_mark, []
+
+    def members(self, group_id: str) -> list[Member]:
+        assert group_id == GROUP_ID
+        return list(self.held)
+
+    def take_out(self, instance_id: str) -> None:
+        self.taken.append(instance_id)
+        self.held = [m for m in self.held if m.instance_id != instance_id]
+        self.held.append(Member(f"{instance_id}-next", "Pending", "2026-12-03T12:00:00Z", NEW_TAG))
+        if self.successor_mark:
+            self.s3.put_object(Bucket=BUCKET, Key=f"c/nodes/{instance_id}-next", Body=self.successor_mark.encode())
+
+
+@pytest.fixture
+def ess(cloud, monkeypatch):
+    """members, successor_mark -> (the fake ESS, the pulumi calls); the stack's state is ess_state()."""
+
+    def setup(members: list[Member], successor_mark: str | None = "in-service"):
+        calls = cloud([ess_state()], {})
+        s3 = heal_command.s3_client("alicloud", "ap-southeast-1")
+        fake = FakeEss(s3, members, successor_mark)
+        monkeypatch.setattr(heal_command, "ess_groups", lambda region: fake)
+        return fake, calls
+
+    return setup
+
+
+def test_roll_has_ess_replace_the_members_launched_from_older_settings_one_at_a_time(ess, capsys):
+    members = [Member("i-b", "InService", "2026-12-02T09:00:00Z", OLD_TAG),
+               Member("i-a", "InService", "2026-12-01T09:00:00Z", None),
+               Member("i-c", "InService", "2026-12-03T09:00:00Z", NEW_TAG)]
+    fake, calls = ess(members)
+    assert main(["roll", "--stack", "ali-spot"]) == 0, capsys.readouterr().err
+    assert ups(calls) == [[]], "one plain `pulumi up` changes the configuration in place"
+    assert fake.taken == ["i-a", "i-b"], "the longest-serving first; the one launched from the new settings stays"
+    out = capsys.readouterr().out
+    assert "i-a's successor in ali-spot-workers (i-a-next) is in service" in out and "(2 of 2)" in out
+
+
+def test_roll_stops_at_a_successor_that_failed_its_gate(ess, capsys):
+    members = [Member(f"i-{n}", "InService", f"2026-12-0{n}T09:00:00Z", OLD_TAG) for n in (1, 2)]
+    fake, _ = ess(members, successor_mark="failed:gpus:7/8")
+    assert main(["roll", "--stack", "ali-spot"]) == 1
+    assert fake.taken == ["i-1"], "the second member stays in the job"
+    assert "(i-1-next) failed its gate (failed:gpus:7/8)" in capsys.readouterr().err
+
+
+def test_roll_stops_when_no_successor_passes_its_gate_in_time(ess, capsys):
+    fake, _ = ess([Member(f"i-{n}", "InService", f"2026-12-0{n}T09:00:00Z", OLD_TAG) for n in (1, 2)], None)
+    assert main(["roll", "--stack", "ali-spot", "--timeout", "0"]) == 1
+    assert fake.taken == ["i-1"]
+    assert "i-1's successor in ali-spot-workers did not pass its gate within 0 s" in capsys.readouterr().err
+
+
+def test_a_group_rolled_already_is_left_alone(ess):
+    fake, _ = ess([Member("i-c", "InService", "2026-12-03T09:00:00Z", NEW_TAG)])
     assert main(["roll", "--stack", "ali-spot"]) == 0
-    assert ups(calls) == [[]], "a plain `pulumi up`: the group refreshes its own workers"
+    assert fake.taken == []
 
 
 def test_heal_of_a_stack_without_node_instances_touches_nothing(cloud, capsys):

@@ -10,7 +10,8 @@ import pytest
 from clouds import CLOUDS
 from fleet.stacks import spec_and_plan
 from plan.heal import NodeSeen as Node
-from plan.heal import decide_heal, node_marks, roll_order
+from plan.heal import awaiting_mark, decide_heal, node_marks, roll_order, unmarked_records
+from plan.lifecycle import GATE_TIMEOUT_S, HEALTH_GRACE_S, MARK_DEADLINE_S
 from plan.model import HEAD, WORKER
 from plan.paths import PROJECT_ROOT
 from plan.software import FAILURE_BUDGET, PERMANENT_FAILURES
@@ -29,13 +30,14 @@ def plan(stack: str):
     return spec_and_plan(load_stack_file(PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml"))[1]
 
 
-def node(name: str, role: str = WORKER, state: str | None = "running", mark: str | None = None) -> Node:
-    return Node(f"urn:pulumi:s::gpufleet::t::{name}", name, role, f"i-{name}", state, mark)
+def node(name: str, role: str = WORKER, state: str | None = "running", mark: str | None = None,
+         unmarked_s: float | None = None) -> Node:
+    return Node(f"urn:pulumi:s::gpufleet::t::{name}", name, role, f"i-{name}", state, mark, unmarked_s)
 
 
 def heal(stack: str, cloud: str, nodes: list[Node]):
     return decide_heal(plan(stack).rollout, nodes, CLOUDS[cloud].dead_states, budget=FAILURE_BUDGET,
-                       permanent=PERMANENT_FAILURES)
+                       permanent=PERMANENT_FAILURES, deadline_s=MARK_DEADLINE_S)
 
 
 def names(decision) -> list[str]:
@@ -106,8 +108,38 @@ def test_fleet_roll_takes_the_fixed_workers_in_their_order(cloud):
     assert roll_order(plan(grouped).rollout, [node("c-head", HEAD)]) == (), "a group's workers are its refresh's"
 
 
-def test_marks_sit_beside_the_checkpoints():
-    assert node_marks("oss://bucket-1/cluster/checkpoints") == "oss://bucket-1/cluster/nodes"
+def test_marks_sit_beside_the_checkpoints_and_heals_records_beside_them():
+    marks = node_marks("oss://bucket-1/cluster/checkpoints")
+    assert marks == "oss://bucket-1/cluster/nodes"
+    records = unmarked_records("oss://bucket-1/cluster/checkpoints")
+    assert records.startswith("oss://bucket-1/cluster/") and not records.startswith(marks + "/"), \
+        "outside the folder the nodes write"
+
+
+@pytest.mark.parametrize("cloud", sorted(CLOUD_CASES))
+def test_a_node_without_a_mark_past_the_deadline_is_replaced_as_hung(cloud):
+    fixed, grouped, running, off = CLOUD_CASES[cloud]
+    stack = fixed or grouped
+    booting = node("head", HEAD, running, None, unmarked_s=MARK_DEADLINE_S - 60)
+    hung = node("head", HEAD, running, None, unmarked_s=MARK_DEADLINE_S + 60)
+    assert awaiting_mark(booting, CLOUDS[cloud].dead_states)
+    assert heal(stack, cloud, [booting]).replace == (), "still within its bootstrap and gate"
+    decision = heal(stack, cloud, [hung])
+    assert names(decision) == ["head"] and not decision.replace[0].gone
+    assert decision.replace[0].why.startswith(f"no mark {MARK_DEADLINE_S + 60} s after it was first seen")
+    # Heal times only nodes awaiting a mark: one first seen now, one that marked itself, one dead, are not hung.
+    assert heal(stack, cloud, [node("head", HEAD, running, None, unmarked_s=0)]).replace == ()
+    marked = node("head", HEAD, running, "in-service", unmarked_s=MARK_DEADLINE_S + 60)
+    assert not awaiting_mark(marked, CLOUDS[cloud].dead_states) and heal(stack, cloud, [marked]).replace == ()
+    dead = node("head", HEAD, off, None)
+    assert not awaiting_mark(dead, CLOUDS[cloud].dead_states)
+    assert heal(stack, cloud, [dead]).replace[0].why == f"its instance is {off}"
+
+
+def test_the_deadline_covers_the_gate_systemd_runs():
+    unit = (PROJECT_ROOT / "cloud-init/systemd/gpufleet-gate.service").read_text()
+    assert f"TimeoutStartSec={GATE_TIMEOUT_S}\n" in unit
+    assert MARK_DEADLINE_S == HEALTH_GRACE_S + GATE_TIMEOUT_S
 
 
 def test_on_the_local_cluster_an_ended_worker_is_booted_anew_and_the_head_is_held():
