@@ -11,12 +11,13 @@ import os
 from collections.abc import Mapping
 from typing import Protocol
 
+from clouds.alicloud import ALICLOUD
 from plan.group_roll import Member
 from plan.rollout import USER_DATA_TAG
 
 # The stack's resources that hold a group and its configuration (pulumi_alicloud's types).
-GROUP_TYPE = "alicloud:ess/scalingGroup:ScalingGroup"
-CONFIGURATION_TYPE = "alicloud:ess/scalingConfiguration:ScalingConfiguration"
+GROUP_TYPE = f"{ALICLOUD.pulumi_package}:ess/scalingGroup:ScalingGroup"
+CONFIGURATION_TYPE = f"{ALICLOUD.pulumi_package}:ess/scalingConfiguration:ScalingConfiguration"
 # The most instances one describe call answers (DescribeScalingInstances PageSize, ECS DescribeInstances PageSize).
 PAGE = 100
 
