@@ -133,7 +133,8 @@ class Boot:
     def __init__(self, plan: ClusterPlan, *, workers: int = 1, fake_gpu: bool | None = None,
                  driver: str | None = None, lifecycle: Mapping[str, str] | None = None,
                  directory: Path | None = None, keep: bool = True, internet: bool = True,
-                 monitor: bool | None = None) -> None:
+                 monitor: bool | None = None,
+                 files: Mapping[str, Mapping[str, tuple[bytes, int]]] | None = None) -> None:
         if node_settings(plan.head.user_data)["GF_LOCAL"] == "1":
             raise ValueError("a local-mode plan's nodes are processes, not machines: plan it with booted=True")
         self.plan = plan
@@ -152,6 +153,9 @@ class Boot:
         # The monitor for real: its packages in the apt mirror, its images in the registry stand-in, Docker's settings
         # on the disks. By default for nodes booted from a baked image, which hold them; a bake asks for it.
         self.monitor = plan.image.baked if monitor is None else monitor
+        # node name -> files laid on its disk over the image before its first boot (path -> content, mode): a test's
+        # change to one node's image, e.g. an image.json from an older bake.
+        self.files = dict(files or {})
         self.nodes: list[BootNode] = []
         self.shares: dict[str, Path] = {}  # path on every machine -> this machine's directory mounted there
         self.net: network.BootNetwork | None = None
@@ -309,7 +313,7 @@ class Boot:
             files |= gpu.files(node.fake_gpu)
         if self.monitor:
             files |= docker.files()
-        return files
+        return files | dict(self.files.get(node.name, {}))
 
     def _service(self, name: str, cmd: list[str], ready: str | None = "ready", timeout: float = 30) -> None:
         """A process in the bridge namespace for the whole run; waits for its "ready" line when it prints one."""

@@ -1,8 +1,9 @@
 """GF_FAKE_GPU: the only hardware the harness fakes. With it on (the default: no harness host lends its GPUs to a
 machine) a node gets the GPU stack its image would have, answering without a GPU: device files (stage.sh), a stub
 `nvidia-smi` listing the catalog's GPUs with the stack's driver, a stub `nvcc` for the stack's CUDA, a stub of the
-container toolkit's hook that Docker's `--gpus` runs, and a stub libnccl.so.2 (SONAME and ncclGetVersion only, built here with the host's C compiler) that a unit indexes with
-ldconfig at power-on. Every stub says what it is in its first lines. GF_FAKE_GPU=0 boots the nodes without any.
+container toolkit's hook that Docker's `--gpus` runs, and a stub libnccl.so.2 (SONAME and ncclGetVersion only, built
+here with the host's C compiler) that a unit indexes with ldconfig at power-on. Every stub says what it is in its
+first lines. GF_FAKE_GPU=0 boots the nodes without any.
 
 The stack is the image's: AWS's Deep Learning AMI brings its own driver (580.x/595.x, docs/boot-findings.md), a
 plain image the stack `gpufleet-driver` installs from NVIDIA's repository (the plan's pin), which this machine

@@ -43,7 +43,7 @@ def served(tmp_path_factory):
     log = directory / "registry.log"
     with open(log, "w") as stream:
         class Logged(registry.Handler):
-            def log_message(self, format, *args):  # noqa: A002  (http.server's name)
+            def log_message(self, format, *args):
                 stream.write(f"{self.address_string()} - - [{self.log_date_time_string()}] {format % args}\n")
                 stream.flush()
 
