@@ -43,6 +43,7 @@ def test_the_image_holds_no_instance_state_of_the_bake_machine(image):
     left = sorted(str(p.relative_to(cloud)) for p in cloud.rglob("*") if p.relative_to(cloud).parts[0] != "seed")
     assert left == [], "cloud-init's record of the bake instance (instance/, instances/, data/) is in the image"
     assert (tree / "etc/machine-id").read_bytes() == b"", "each node makes its own machine id"
+    assert not (tree / "etc/docker/key.json").exists(), "each node makes its own Docker engine key"
     assert not (tree / "var/lib/systemd/random-seed").exists()
     assert not (tree / "var/lib/gpufleet").exists()
     assert not any((tree / "etc/gpufleet").glob("node.*"))
