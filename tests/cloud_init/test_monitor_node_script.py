@@ -18,12 +18,14 @@ MIRROR = "https://mirror.example.internal"
 STUBS = {
     "ip": 'echo "10.0.0.1 via 10.0.0.254 dev eth0 src 10.0.0.5 uid 0"',
     # A pull of the image in GPUFLEET_TEST_UNREACHABLE hangs, as one from a registry the node cannot reach; the image
-    # or package in GPUFLEET_TEST_ABSENT is not on the machine; GPUFLEET_TEST_DOCKER_DOWN: the daemon does not answer.
+    # or package in GPUFLEET_TEST_ABSENT is not on the machine; GPUFLEET_TEST_DOCKER_DOWN: the daemon does not answer;
+    # the container named in GPUFLEET_TEST_NO_START does not start (runc's error).
     "docker": 'echo "docker $*" >> "$GPUFLEET_TEST/calls"\n'
               'case "$1" in\n'
               '  pull) [ "${*: -1}" != "${GPUFLEET_TEST_UNREACHABLE:-}" ] || exec sleep 60 ;;\n'
               '  info) [ -z "${GPUFLEET_TEST_DOCKER_DOWN:-}" ] || exit 1 ;;\n'
               '  image) [ "${*: -1}" != "${GPUFLEET_TEST_ABSENT:-}" ] || exit 1 ;;\n'
+              '  run) [[ " $* " != *" --name ${GPUFLEET_TEST_NO_START:-} "* ]] || exit 125 ;;\n'
               'esac',
     "systemctl": 'echo "systemctl $*" >> "$GPUFLEET_TEST/calls"',
     "dpkg": '[ "${*: -1}" != "${GPUFLEET_TEST_ABSENT:-}" ]',
@@ -170,3 +172,11 @@ def test_the_heads_monitor_survives_a_failed_discovery(local_node, tmp_path):  #
     assert "gpufleet-discover.timer retries" in result.stderr
     assert [line.split()[4] for line in _calls(calls) if line.startswith("docker run")] == ["prometheus", "grafana"]
     assert _status(root) == "gpufleet_monitor_up 1\n"
+
+
+def test_a_container_that_does_not_start_is_the_monitors_reason(local_node, tmp_path):  # noqa: F811
+    root, env, _, calls = _monitor(local_node, tmp_path, MIRROR, role="head")
+    result = run([root / "opt/gpufleet/bin/gpufleet-monitor"], root, env | {"GPUFLEET_TEST_NO_START": "prometheus"})
+    assert result.returncode == 1
+    assert _status(root) == 'gpufleet_monitor_up{reason="run:prometheus"} 0\n'
+    assert not [line for line in _calls(calls) if line.startswith("docker run") and "grafana" in line]
