@@ -7,6 +7,7 @@ as the image (here.boot.baked)."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
@@ -33,7 +34,8 @@ def build(bake: BakePlan, *, timeout: float = 900, note: Callable[[str], None] =
         note(f"{ref} is baked already")
         return ref
     # The monitor's packages and images come from the harness's mirror and registry stand-in, so the image holds them.
-    with Boot(bake.cluster, workers=0, keep=False, monitor=True) as boot:
+    # GF_BOOT_KEEP=1 keeps the bake machine's run directory (its disk, the services' logs), as for any boot.
+    with Boot(bake.cluster, workers=0, keep=bool(os.environ.get("GF_BOOT_KEEP")), monitor=True) as boot:
         machine = boot.nodes[0].machine
         note(f"bake machine up (run {boot.tag}): installing the matrix on the {base.name} image")
         deadline = time.monotonic() + timeout
