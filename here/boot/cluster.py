@@ -277,7 +277,7 @@ class Boot:
         blocked, Docker Hub and the registries the images name."""
         mirror = settings.get("GF_MIRRORS_REGISTRY", "")
         images = _array(settings, "GF_MONITOR_IMAGES") if self.internet else ()
-        return registry.hosts(images, mirror) if images or mirror else ()
+        return registry.hosts(images, mirror)
 
     def _machine_name(self, node: str) -> str:
         return f"{self.tag}-{node}"
