@@ -122,6 +122,8 @@ class NodePlan:
     dcgm_exporter_image: str  # the monitor's container images, pinned
     prometheus_image: str
     grafana_image: str
+    monitor_packages: tuple[str, ...]  # what the monitor installs with apt where the image lacks it
+    monitor_images: tuple[str, ...]  # every role's monitor images: what a bake pulls (one image serves every role)
     mirrors: Mirrors  # pip, apt, NVIDIA's CUDA repository and Docker Hub, where the plan names a mirror for them
     image_pull_timeout_s: int  # the monitor gives up on an image after this
     pip_packages: tuple[str, ...]  # the job's pip requirements for /opt/gpufleet/venv; () = the image's python

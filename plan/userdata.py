@@ -49,6 +49,9 @@ IMAGES = {
     "prometheus": "prom/prometheus:v3.5.0",
     "grafana": "grafana/grafana-oss:11.6.0",
 }
+# What the monitor installs with apt where the image lacks it: Docker for its containers (an image's own Docker, a DL
+# image's, serves as well), the node exporter. A baked image holds them, and every role's images, pulled at the bake.
+MONITOR_PACKAGES = ("docker.io", "prometheus-node-exporter")
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,11 @@ def plan_node(spec: ClusterSpec, cloud: CloudProfile, row: InstanceType, role: s
     worker = role == WORKER
     pip_packages = () if cloud.runs_here else JOB_PACKAGES
     tools = (STORE_CLIENT, *cloud.api_client)
+    dcgm_exporter_image = rehomed(IMAGES["dcgm_exporter"], spec.network.nvcr_mirror)
+    # Every role's images, not this role's: one baked image serves the head and the workers. Local nodes start none.
+    monitor_packages = () if cloud.runs_here else MONITOR_PACKAGES
+    monitor_images = () if cloud.runs_here else (
+        *((dcgm_exporter_image,) if row.gpus else ()), IMAGES["prometheus"], IMAGES["grafana"])
     return NodePlan(
         cluster=name, cloud=cloud.name, region=spec.region, role=role, instance_type=row.name, gpus=row.gpus,
         nvswitch=row.nvswitch, fabric=fabric.kind, fabric_devices=fabric.devices, mtu=network.mtu,
@@ -102,8 +110,9 @@ def plan_node(spec: ClusterSpec, cloud: CloudProfile, row: InstanceType, role: s
         imds_token_header=cloud.imds_token_header, software=software, permanent_failures=PERMANENT_FAILURES,
         failure_budget=FAILURE_BUDGET, failure_uri=failure_records(storage.checkpoint_uri),
         node_exporter_port=METRICS_PORTS[0], dcgm_exporter_port=METRICS_PORTS[1], prometheus_port=PROMETHEUS_PORT,
-        grafana_port=GRAFANA_PORT, dcgm_exporter_image=rehomed(IMAGES["dcgm_exporter"], spec.network.nvcr_mirror),
+        grafana_port=GRAFANA_PORT, dcgm_exporter_image=dcgm_exporter_image,
         prometheus_image=IMAGES["prometheus"], grafana_image=IMAGES["grafana"],
-        mirrors=network.mirrors, image_pull_timeout_s=IMAGE_PULL_TIMEOUT_S,
-        pip_packages=pip_packages, tools=tools, image_matrix=image_matrix(software, pip_packages, tools),
+        monitor_packages=monitor_packages, monitor_images=monitor_images,
+        mirrors=network.mirrors, image_pull_timeout_s=IMAGE_PULL_TIMEOUT_S, pip_packages=pip_packages, tools=tools,
+        image_matrix=image_matrix(software, pip_packages, tools, monitor_packages, monitor_images),
         in_scaling_group=in_scaling_group, local=cloud.runs_here, health=plan_health(row, fabric, spec.gate))

@@ -1,7 +1,8 @@
 """A baked node image held to the node plan: at the end of a bake (`fleet image build`), `record` writes the matrix
 the image now holds (node.json's image_matrix: driver, fabric manager, fabric stack, CUDA, the job's packages, the
-node's tools) to /etc/gpufleet/image.json; a node booted from a baked image runs `check` first in its gate and fails
-for good when a part differs, naming it: every replacement would boot the same image.
+node's tools, the monitor's packages and images) to /etc/gpufleet/image.json; a node booted from a baked image runs
+`check` first in its gate and fails for good when a part differs, naming it: every replacement would boot the same
+image.
 
     python -m health.image record|check --config /etc/gpufleet/node.json --image /etc/gpufleet/image.json \\
         [--reason-file /run/gpufleet/failure]
@@ -18,6 +19,8 @@ import json
 import sys
 from pathlib import Path
 
+LISTS = ("pip", "tools", "monitor-packages", "monitor-images")  # parts that are lists: a difference names the items
+
 
 def planned_matrix(config: Path) -> dict[str, str]:
     """The matrix the node plan asks for, part -> version."""
@@ -31,7 +34,7 @@ def record(config: Path, image: Path) -> None:
 
 def _differs(part: str, baked: str, planned: str) -> str:
     """One part's difference; for package lists only the packages that differ, so the reason stays short."""
-    if part in ("pip", "tools"):
+    if part in LISTS:
         baked_set, planned_set = set(baked.split()), set(planned.split())
         baked, planned = " ".join(sorted(baked_set - planned_set)), " ".join(sorted(planned_set - baked_set))
     return f"image:{part}:baked={baked or '-'}:planned={planned or '-'}"

@@ -1,11 +1,13 @@
 """`fleet image build --stack NAME --boot`: a stack's node image baked in the boot harness the way the clouds bake it
 (plan/bake.py): one machine boots the bake user-data on the stack's base image with real cloud-init and
-systemd (`gpufleet-node bake`: the node's software installed, its matrix recorded in /etc/gpufleet/image.json; then,
+systemd (`gpufleet-node bake`: the node's software installed, the monitor's packages and container images with it,
+its matrix recorded in /etc/gpufleet/image.json; then,
 once cloud-init is done, `gpufleet-node seal` cleans the machine and it powers off); its root filesystem is then kept
 as the image (here.boot.baked)."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
@@ -31,7 +33,9 @@ def build(bake: BakePlan, *, timeout: float = 900, note: Callable[[str], None] =
     if baked.tree(ref) is not None:
         note(f"{ref} is baked already")
         return ref
-    with Boot(bake.cluster, workers=0, keep=False) as boot:
+    # The monitor's packages and images come from the harness's mirror and registry stand-in, so the image holds them.
+    # GF_BOOT_KEEP=1 keeps the bake machine's run directory (its disk, the services' logs), as for any boot.
+    with Boot(bake.cluster, workers=0, keep=bool(os.environ.get("GF_BOOT_KEEP")), monitor=True) as boot:
         machine = boot.nodes[0].machine
         note(f"bake machine up (run {boot.tag}): installing the matrix on the {base.name} image")
         deadline = time.monotonic() + timeout

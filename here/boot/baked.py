@@ -20,9 +20,10 @@ from here.boot import rootfs
 
 BAKED = rootfs.CACHE / "images" / "baked"
 RECORD = "image.json"
-# Lays the bake's disk over its base read-only (a lower layer's whiteouts hide the base's files it deleted) and
-# copies the result; in a mount namespace of its own, so the mount never shows on the host.
-MERGE = 'mount -t overlay overlay -o "ro,lowerdir=$1:$2" "$3" && cp -a "$3/." "$4/"'
+# Lays the bake's disk over its base read-only (a lower layer's whiteouts hide the base's files it deleted, its
+# redirects name the base's directories it renamed: stage.sh mounts with redirect_dir=on) and copies the result; in a
+# mount namespace of its own, so the mount never shows on the host.
+MERGE = 'mount -t overlay overlay -o "ro,redirect_dir=follow,lowerdir=$1:$2" "$3" && cp -a "$3/." "$4/"'
 
 
 def image_id(base: rootfs.Image, digest: str, user_data: str) -> str:

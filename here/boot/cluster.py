@@ -10,9 +10,13 @@ disks, service logs) stays for the report until `keep` is false.
 What each machine's disk gets before its first boot besides the image is listed in `_disk_files`: the image's
 datasource setting, the harness's static network (cloud-init must not replace the address), the VPC's resolver,
 the run's CA in the system store, pip's and apt's mirrors (unless `internet` is false: the blocked-internet drill),
-the key the harness's archive is signed with and, with GF_FAKE_GPU, the GPU stack
-(here.boot.gpu). None of it is in user-data, which stays as the plan renders it. A killed run leaves nothing
-the next one does not sweep (here.boot.lifetime).
+the key the harness's archive is signed with, with GF_FAKE_GPU the GPU stack (here.boot.gpu) and, where the boot runs
+the monitor for real, Docker's settings (here.boot.docker). None of it is in user-data, which stays as the plan
+renders it. A killed run leaves nothing the next one does not sweep (here.boot.lifetime).
+
+The monitor runs for real (`monitor`: a bake, and nodes booted from a baked image, by default) with the monitor's
+packages in the apt mirror and its images in a registry stand-in (here.boot.registry). Other boots get neither: their
+monitor stops at once on apt (docker.io is not in the mirror), as it always has, and nothing waits on it.
 """
 
 from __future__ import annotations
@@ -40,12 +44,14 @@ from here.boot import (
     apt,
     baked,
     clouds,
+    docker,
     fetched,
     gpu,
     lifetime,
     mirrors,
     network,
     pypi,
+    registry,
     rootfs,
     store,
     storelog,
@@ -94,10 +100,19 @@ def lower(plan: ClusterPlan) -> Path:
     return tree
 
 
+def _array(settings: Mapping[str, str], *keys: str) -> tuple[str, ...]:
+    """The items of node.env's bash arrays, in order."""
+    return tuple(item for key in keys for item in shlex.split(settings.get(key, "()")[1:-1]))
+
+
 def pip_packages(settings: Mapping[str, str]) -> tuple[str, ...]:
     """What a node may pip-install: the job's packages and its tools venv's (the store client, the cloud's API SDK)."""
-    return tuple(package for key in ("GF_PIP_PACKAGES", "GF_TOOLS") for package in
-                 shlex.split(settings.get(key, "()")[1:-1]))
+    return _array(settings, "GF_PIP_PACKAGES", "GF_TOOLS")
+
+
+def apt_packages(settings: Mapping[str, str], monitor: bool) -> tuple[str, ...]:
+    """What the apt mirror serves: what the node scripts install, and the monitor's packages where it runs."""
+    return (*apt.NODE_PACKAGES, *(_array(settings, "GF_MONITOR_PACKAGES") if monitor else ()))
 
 
 @dataclass
@@ -117,7 +132,9 @@ class Boot:
 
     def __init__(self, plan: ClusterPlan, *, workers: int = 1, fake_gpu: bool | None = None,
                  driver: str | None = None, lifecycle: Mapping[str, str] | None = None,
-                 directory: Path | None = None, keep: bool = True, internet: bool = True) -> None:
+                 directory: Path | None = None, keep: bool = True, internet: bool = True,
+                 monitor: bool | None = None,
+                 files: Mapping[str, Mapping[str, tuple[bytes, int]]] | None = None) -> None:
         if node_settings(plan.head.user_data)["GF_LOCAL"] == "1":
             raise ValueError("a local-mode plan's nodes are processes, not machines: plan it with booted=True")
         self.plan = plan
@@ -133,6 +150,12 @@ class Boot:
         # False: the blocked-internet drill. Nothing stands in for the internet's package hosts (no pip.conf or
         # sources.list of the harness's): a node fetches only from the mirror hosts its plan names (here.boot.mirrors).
         self.internet = internet
+        # The monitor for real: its packages in the apt mirror, its images in the registry stand-in, Docker's settings
+        # on the disks. By default for nodes booted from a baked image, which hold them; a bake asks for it.
+        self.monitor = plan.image.baked if monitor is None else monitor
+        # node name -> files laid on its disk over the image before its first boot (path -> content, mode): a test's
+        # change to one node's image, e.g. an image.json from an older bake.
+        self.files = dict(files or {})
         self.nodes: list[BootNode] = []
         self.shares: dict[str, Path] = {}  # path on every machine -> this machine's directory mounted there
         self.net: network.BootNetwork | None = None
@@ -171,7 +194,8 @@ class Boot:
         if not self.keep:
             self._stack.callback(shutil.rmtree, self.directory, True)
         service = metadata.listener(self.cloud)
-        self.net = network.plan_network(self.tag, plan, self.roles, self.directory, (service.address,))
+        addresses = (service.address, *((registry.ADDRESS,) if self.monitor else ()))
+        self.net = network.plan_network(self.tag, plan, self.roles, self.directory, addresses)
         lay = self.net.layout
         lifetime.record(self.directory, [lay.bridge_namespace, *(n.namespace for n in lay.nodes)],
                         [cgroup_path(self._machine_name(n.name)) for n in lay.nodes], self.keep)
@@ -180,7 +204,10 @@ class Boot:
         gateway = self.net.gateway
 
         endpoints = (*store.endpoints(plan), *store.api_endpoints(plan))
-        certs = tls.issue(self.directory / "tls", endpoints, gateway)
+        user_data = {"head": plan.head.user_data, "worker": plan.worker.user_data}
+        settings = {role: node_settings(text) for role, text in user_data.items()}
+        registries = self._registries(settings["head"]) if self.monitor else ()
+        certs = tls.issue(self.directory / "tls", (*endpoints, *registries), gateway)
         bucket = self.directory / "bucket"
         shared = store.shared_directory(plan)
         if shared:  # the bucket is a directory every machine mounts: the bundle goes in it
@@ -195,12 +222,10 @@ class Boot:
                                     str(certs.key), str(certs.ca), str(seed), str(self.directory / storelog.NAME)],
                           timeout=120)
 
-        user_data = {"head": plan.head.user_data, "worker": plan.worker.user_data}
-        settings = {role: node_settings(text) for role, text in user_data.items()}
         packages = pip_packages(settings["head"])
         index = pypi.wheelhouse(packages) if packages else None
         image = stand_in(plan)
-        repository = apt.repository(image)
+        repository = apt.repository(image, apt_packages(settings["head"], self.monitor))
         archive = apt.archive(repository) if settings["head"].get("GF_MIRRORS_APT") else None
         site = mirrors.site(self.directory, settings["head"], index, archive, stand_in=self.internet)
         self._service("mirrors", mirrors.serve_command(site, gateway), ready=None)
@@ -208,6 +233,11 @@ class Boot:
         if self.internet:
             self._service("apt", apt.serve_command(repository, gateway), ready=None)
             self.mirrors[self.directory / "apt.log"] = repository
+        if self.monitor:
+            images = registry.build(self.directory / "registry", _array(settings["head"], "GF_MONITOR_IMAGES"),
+                                    registry.busybox())
+            self._service("registry", registry.serve_command(images, certs.cert, certs.key))
+            self.mirrors[self.directory / "registry.log"] = images
         instances = []
         for index, lay_node in enumerate(self.net.layout.nodes):
             role = lay_node.role
@@ -226,7 +256,8 @@ class Boot:
             if node.name in self.lifecycle:
                 metadata.set_lifecycle_state(self.state, node.instance.instance_id, self.lifecycle[node.name])
         self._service("metadata", [sys.executable, "-m", "here.metadata.service", str(self.state)])
-        names = dict.fromkeys((*endpoints, *mirrors.hosts(settings["head"])), gateway) | metadata.host_names(self.cloud)
+        names = (dict.fromkeys((*endpoints, *mirrors.hosts(settings["head"])), gateway)
+                 | dict.fromkeys(registries, registry.ADDRESS) | metadata.host_names(self.cloud))
         self._service("dnsmasq", vpc.dnsmasq_command(
             self.directory / "vpc", ipaddress.IPv4Network(plan.network.private.cidr), gateway,
             self.net.layout.bridge, plan.network.mtu, {i.mac: (i.private_ip, i.hostname) for i in instances}, names),
@@ -240,6 +271,13 @@ class Boot:
                                    files=files, links=gpu.links() if node.fake_gpu else {},
                                    gpus=node.fake_gpu.count if node.fake_gpu else 0, shares=self.shares)
             node.machine = self._stack.enter_context(Machine(config))
+
+    def _registries(self, settings: Mapping[str, str]) -> tuple[str, ...]:
+        """The registry hosts the stand-in answers as: the plan's Docker Hub mirror and, unless the internet is
+        blocked, Docker Hub and the registries the images name."""
+        mirror = settings.get("GF_MIRRORS_REGISTRY", "")
+        images = _array(settings, "GF_MONITOR_IMAGES") if self.internet else ()
+        return registry.hosts(images, mirror)
 
     def _machine_name(self, node: str) -> str:
         return f"{self.tag}-{node}"
@@ -273,7 +311,9 @@ class Boot:
         files |= clouds.seed(self.cloud, node.instance, user_data)
         if node.fake_gpu:
             files |= gpu.files(node.fake_gpu)
-        return files
+        if self.monitor:
+            files |= docker.files()
+        return files | dict(self.files.get(node.name, {}))
 
     def _service(self, name: str, cmd: list[str], ready: str | None = "ready", timeout: float = 30) -> None:
         """A process in the bridge namespace for the whole run; waits for its "ready" line when it prints one."""

@@ -1,7 +1,8 @@
 """Bytes a node fetched from outside the cluster's network during its boot. In the harness the only such sources are
-the mirrors standing in for the internet's package repositories (PyPI, the image's apt mirror: there is no other
-route out of the VPC); each is `python -m http.server`, whose log has a line per request (client address, request
-line, status) but not the size, so a request is counted as the size of the file it served. Generated directory
+the mirrors standing in for the internet's package repositories (PyPI, the image's apt mirror) and, where the monitor
+runs for real, its container registries (here.boot.registry): there is no other route out of the VPC. Each is an
+http.server, whose log has a line per request (client address, request line, status) but not the size, so a request
+is counted as the size of the file it served. Generated directory
 listings (no file behind them) count 0. The object store is the cloud's own service in the region: not counted."""
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """GF_FAKE_GPU: the only hardware the harness fakes. With it on (the default: no harness host lends its GPUs to a
 machine) a node gets the GPU stack its image would have, answering without a GPU: device files (stage.sh), a stub
-`nvidia-smi` listing the catalog's GPUs with the stack's driver, a stub `nvcc` for the stack's CUDA, and a stub
-libnccl.so.2 (SONAME and ncclGetVersion only, built here with the host's C compiler) that a unit indexes with
-ldconfig at power-on. Every stub says what it is in its first lines. GF_FAKE_GPU=0 boots the nodes without any.
+`nvidia-smi` listing the catalog's GPUs with the stack's driver, a stub `nvcc` for the stack's CUDA, a stub of the
+container toolkit's hook that Docker's `--gpus` runs, and a stub libnccl.so.2 (SONAME and ncclGetVersion only, built
+here with the host's C compiler) that a unit indexes with ldconfig at power-on. Every stub says what it is in its
+first lines. GF_FAKE_GPU=0 boots the nodes without any.
 
 The stack is the image's: AWS's Deep Learning AMI brings its own driver (580.x/595.x, docs/boot-findings.md), a
 plain image the stack `gpufleet-driver` installs from NVIDIA's repository (the plan's pin), which this machine
@@ -89,6 +90,15 @@ LIBNCCL_C = """/* GF_FAKE_GPU stand-in for NCCL (here/boot/gpu.py): the SONAME a
 int ncclGetVersion(int *version) { *version = %d; return 0; }
 """
 
+# Docker registers its `--gpus` driver at start only where this hook is on PATH, and runs it before each GPU container
+# (docs/cloud-facts.md#docker-gpus); the NVIDIA Container Toolkit brings it (gpufleet-driver installs it on plain
+# images, the DLAMI has it).
+CONTAINER_HOOK = """#!/bin/sh
+# GF_FAKE_GPU stand-in for nvidia-container-runtime-hook (here/boot/gpu.py): Docker's OCI prestart hook for
+# `--gpus`. No GPU, driver or library goes into the container; the container's state (stdin) is read and dropped.
+cat > /dev/null
+"""
+
 LDCONFIG_UNIT = """# GF_FAKE_GPU (here/boot/gpu.py): index the stub libnccl before anything looks for it.
 [Unit]
 Description=gpufleet boot harness: fake GPU stack
@@ -124,6 +134,7 @@ def files(gpu: FakeGpu) -> dict[str, tuple[bytes, int]]:
         "/usr/bin/nvidia-smi": (NVIDIA_SMI.format(**fields).encode(), 0o755),
         f"/usr/local/cuda-{gpu.cuda}/bin/nvcc": (NVCC.format(**fields).encode(), 0o755),
         f"{lib}/libnccl.so.{gpu.nccl}": (_libnccl(gpu.nccl), 0o644),
+        "/usr/local/bin/nvidia-container-runtime-hook": (CONTAINER_HOOK.encode(), 0o755),
         f"/etc/systemd/system/{UNIT}": (LDCONFIG_UNIT.encode(), 0o644),
         "/etc/systemd/system/gpufleet-gate.service.d/gpufleet-boot-fake-gpu.conf":
             (GATE_DROP_IN.format(**fields).encode(), 0o644),

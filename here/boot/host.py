@@ -11,6 +11,7 @@ TOOLS = {
     "debootstrap": "debootstrap",  # the node images (rootfs.py, build-rootfs.sh)
     "dnsmasq": "dnsmasq-base",  # the VPC's DHCP and names (network.py)
     "dpkg-scanpackages": "dpkg-dev",  # the image's package mirror index (apt.py)
+    "dpkg-deb": "dpkg",  # busybox out of Debian's package, for the registry's stand-in images (registry.py)
     "apt-get": "apt",  # the packages that mirror serves (apt.py)
     "gpg": "gpg",  # the signature of its Debian archive layout (apt.py archive)
     "gpg-agent": "gpg-agent",  # gpg generates and uses the key through it (apt.py)

@@ -10,7 +10,11 @@
 set -euo pipefail
 root=$BOOT_DIR/root
 mkdir -p "$BOOT_DIR/upper" "$BOOT_DIR/work" "$root" "$BOOT_DIR/sys"
-mount -t overlay overlay -o "lowerdir=$BOOT_LOWER,upperdir=$BOOT_DIR/upper,workdir=$BOOT_DIR/work" "$root"
+# redirect_dir=on: a directory of the image renames as on a VM's disk, where overlayfs would otherwise answer EXDEV
+# (dockerd renames /var/lib/docker/runtimes at every start, which a baked image holds:
+# docs/cloud-facts.md#docker-in-the-harness).
+mount -t overlay overlay -o "lowerdir=$BOOT_LOWER,upperdir=$BOOT_DIR/upper,workdir=$BOOT_DIR/work,redirect_dir=on" \
+  "$root"
 
 ro_bind() { # PATH: bind PATH onto itself read-only
   mount --bind "$1" "$1"

@@ -56,6 +56,15 @@ def test_host_kernel_settings_are_out_of_reach(machine):
     assert sorted(p.name for p in machine.path("/dev").glob("nvidia*")) == ["nvidia0", "nvidia1", "nvidiactl"]
 
 
+def test_a_directory_of_the_image_renames_as_on_a_vms_disk(machine):
+    """dockerd renames /var/lib/docker/runtimes at every start, which a baked image holds (overlayfs answers EXDEV
+    for a lower directory unless redirect_dir is on: docs/cloud-facts.md#docker-in-the-harness)."""
+    renamed = machine.run("python3", "-c", "import os; os.rename('/etc/apt', '/etc/apt-old')")
+    assert renamed.returncode == 0, renamed.stderr
+    assert "apt.conf.d" in machine.run("ls", "/etc/apt-old").stdout.split()
+    assert machine.run("test", "-e", "/etc/apt").returncode != 0
+
+
 def test_ending_the_machine_leaves_nothing(tmp_path):
     name = "gfbt" + secrets.token_hex(2)
     subprocess.run(["ip", "netns", "add", name], check=True)
