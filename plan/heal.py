@@ -74,7 +74,7 @@ class HealPlan:
 def permanent_reason(mark: str, permanent: Collection[str]) -> str | None:
     """The reason of a failure mark whose kind (the part before the first ':') the plan calls permanent."""
     reason = mark.removeprefix(FAILED).removeprefix(OVER_BUDGET)
-    return reason if reason.split(":", 1)[0] in permanent else None
+    return reason if reason.partition(":")[0] in permanent else None
 
 
 def _dead(node: NodeSeen, dead_states: Collection[str]) -> str | None:
@@ -140,5 +140,5 @@ def roll_order(rollout: Iterable[RolloutPlan], nodes: Iterable[NodeSeen]) -> tup
 
 def _index(name: str) -> tuple[int, str]:
     """`<cluster>-worker-<n>` sorts by n (worker-10 after worker-9)."""
-    tail = name.rsplit("-", 1)[-1]
+    tail = name.rpartition("-")[2]
     return (int(tail), name) if tail.isdigit() else (-1, name)

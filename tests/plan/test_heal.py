@@ -10,7 +10,7 @@ import pytest
 from clouds import CLOUDS
 from fleet.stacks import spec_and_plan
 from plan.heal import NodeSeen as Node
-from plan.heal import awaiting_mark, decide_heal, node_marks, roll_order, unmarked_records
+from plan.heal import awaiting_mark, decide_heal, node_marks, permanent_reason, roll_order, unmarked_records
 from plan.lifecycle import GATE_TIMEOUT_S, HEALTH_GRACE_S, MARK_DEADLINE_S
 from plan.model import HEAD, WORKER
 from plan.paths import PROJECT_ROOT
@@ -51,7 +51,7 @@ def test_a_failed_worker_outside_a_group_is_replaced(cloud):
              node("worker-1", state=running, mark="failed:gpus:7/8")]
     decision = heal(fixed, cloud, nodes)
     assert names(decision) == ["worker-1"]
-    assert "gpus:7/8" in decision.replace[0].why and not decision.replace[0].gone
+    assert decision.replace[0].why == "it failed its gate (gpus:7/8)" and decision.replace[0].gone is False
     assert decision.groups == (), "every worker of this stack is an instance the stack declares"
 
 
@@ -77,6 +77,8 @@ def test_a_dead_head_is_replaced_last(cloud):
     assert names(decision) == (["worker-1", "head"] if fixed else ["head"])
     assert decision.replace[-1].why == f"its instance is {off}"
     assert [r.gone for r in decision.replace] == ([True, False] if fixed else [False])
+    if fixed:
+        assert decision.replace[0].why == "its instance is gone"
     # A running head with no mark yet is booting: left alone.
     assert heal(stack, cloud, [node("head", HEAD, running, None)]).replace == ()
 
@@ -94,7 +96,16 @@ def test_a_permanent_failure_past_the_budget_is_refused_with_the_reason(cloud):
     assert all(f"past the failure budget of {FAILURE_BUDGET}" in why and reason in why for _, why in decision.refused)
     # The node's own count (every node that ever failed so, in the bucket's records) stopped it: refused too.
     stopped = heal(fixed, cloud, [node("worker-0", state=running, mark=f"stopped:{reason}")])
-    assert stopped.replace == () and reason in stopped.refused[0][1]
+    assert stopped.replace == ()
+    assert stopped.refused[0][1] == (f"more than {FAILURE_BUDGET} nodes failed with {reason} (its own count in the "
+                                     "bucket's failure records): a new node boots the same image; change the stack's "
+                                     "image or software")
+    assert decision.refused[0][1] == (f"{FAILURE_BUDGET + 1} nodes failed with {reason}, past the failure budget of "
+                                      f"{FAILURE_BUDGET}: a new node boots the same image; change the stack's image or "
+                                      "software")
+    # A node stops on its own count of a reason this plan does not call permanent: told with that reason.
+    own = heal(fixed, cloud, [node("worker-0", state=running, mark="stopped:gpus:7/8")])
+    assert own.refused[0][1].startswith(f"more than {FAILURE_BUDGET} nodes failed with gpus:7/8 (its own count")
     # A reason a new node may fix is no budget's: every such node is replaced.
     flaky = [node(f"worker-{i}", state=running, mark="failed:gpus:7/8") for i in range(FAILURE_BUDGET + 2)]
     assert len(heal(fixed, cloud, flaky).replace) == FAILURE_BUDGET + 2
@@ -105,7 +116,18 @@ def test_fleet_roll_takes_the_fixed_workers_in_their_order(cloud):
     fixed, grouped, running, _ = CLOUD_CASES[cloud]
     nodes = [node("c-worker-10"), node("c-head", HEAD), node("c-worker-2"), node("c-worker-0")]
     assert [n.name for n in roll_order(plan(fixed).rollout, nodes)] == ["c-worker-0", "c-worker-2", "c-worker-10"]
-    assert roll_order(plan(grouped).rollout, [node("c-head", HEAD)]) == (), "a group's workers are its refresh's"
+    # A name without a number (renamed by hand) goes first, before worker-0.
+    odd = [node("c-worker-2"), node("c-worker-spare"), node("c-worker-0")]
+    assert [n.name for n in roll_order(plan(fixed).rollout, odd)] == ["c-worker-spare", "c-worker-0", "c-worker-2"]
+    assert roll_order(plan(grouped).rollout, [node("c-head", HEAD), node("c-worker-0")]) == (), \
+        "a group's workers are its refresh's"
+
+
+def test_a_permanent_reason_is_read_from_a_failed_and_from_a_stopped_mark():
+    permanent = {"driver"}
+    assert permanent_reason("failed:driver:570:min=580", permanent) == "driver:570:min=580"
+    assert permanent_reason("stopped:driver:570:min=580", permanent) == "driver:570:min=580"
+    assert permanent_reason("failed:gpus:7/8", permanent) is None
 
 
 def test_marks_sit_beside_the_checkpoints_and_heals_records_beside_them():
@@ -122,11 +144,14 @@ def test_a_node_without_a_mark_past_the_deadline_is_replaced_as_hung(cloud):
     stack = fixed or grouped
     booting = node("head", HEAD, running, None, unmarked_s=MARK_DEADLINE_S - 60)
     hung = node("head", HEAD, running, None, unmarked_s=MARK_DEADLINE_S + 60)
+    at_deadline = node("head", HEAD, running, None, unmarked_s=MARK_DEADLINE_S)
+    assert heal(stack, cloud, [at_deadline]).replace == (), "replaced only past the deadline"
     assert awaiting_mark(booting, CLOUDS[cloud].dead_states)
     assert heal(stack, cloud, [booting]).replace == (), "still within its bootstrap and gate"
     decision = heal(stack, cloud, [hung])
-    assert names(decision) == ["head"] and not decision.replace[0].gone
-    assert decision.replace[0].why.startswith(f"no mark {MARK_DEADLINE_S + 60} s after it was first seen")
+    assert names(decision) == ["head"] and decision.replace[0].gone is False
+    assert decision.replace[0].why == (f"no mark {MARK_DEADLINE_S + 60} s after it was first seen (its bootstrap and "
+                                       f"gate end within {MARK_DEADLINE_S} s)")
     # Heal times only nodes awaiting a mark: one first seen now, one that marked itself, one dead, are not hung.
     assert heal(stack, cloud, [node("head", HEAD, running, None, unmarked_s=0)]).replace == ()
     marked = node("head", HEAD, running, "in-service", unmarked_s=MARK_DEADLINE_S + 60)
@@ -147,4 +172,5 @@ def test_on_the_local_cluster_an_ended_worker_is_booted_anew_and_the_head_is_hel
                                        node("worker-2", state="running")])
     assert names(decision) == ["worker-1"]
     assert [n.name for n, _ in decision.refused] == ["head"]
-    assert "bring the cluster up again" in decision.refused[0][1]
+    assert decision.refused[0][1] == ("its instance is ended, and it hosts the running job's rendezvous and decides "
+                                      "its end: no replacement joins that job; bring the cluster up again")
