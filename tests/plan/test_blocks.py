@@ -25,7 +25,7 @@ def _capacity(running: bool = True) -> tuple[Availability, ...]:
 @pytest.mark.parametrize("now", [END - timedelta(minutes=30), END - timedelta(minutes=1), END + timedelta(hours=1)])
 def test_from_30_minutes_before_its_end_a_running_clusters_block_is_gone(now):
     first, second = in_force(_capacity(), now)
-    assert not first.available and not first.running
+    assert first.available is False and first.running is False
     assert "cr-0a1b2c3d4e5f60718 ends at 2026-12-04 11:30 UTC" in first.reason
     assert "terminates its instances from 2026-12-04 11:00 UTC" in first.reason
     assert chosen((first, second)) is second, "the plan takes the next candidate"
@@ -46,8 +46,10 @@ def test_answers_without_an_end_are_left_alone():
 def test_the_preview_warns_within_a_day_of_the_chosen_blocks_end(before, hours):
     warning = ending_warning(_capacity(), END - before)
     assert warning and f"(in {hours} h)" in warning
-    assert "cr-0a1b2c3d4e5f60718 of p4d.24xlarge in us-east-1b on demand ends at 2026-12-04 11:30 UTC" in warning
-    assert "candidates" in warning
+    assert warning == (f"Capacity Block cr-0a1b2c3d4e5f60718 of p4d.24xlarge in us-east-1b on demand ends at "
+                       f"2026-12-04 11:30 UTC (in {hours} h); EC2 terminates the cluster's instances from 2026-12-04 "
+                       "11:00 UTC, and from then on the plan takes the next candidate. Checkpoint before then; to go "
+                       "on, extend the block, or buy another and list its place in `candidates`.")
 
 
 def test_no_warning_a_day_and_a_second_before_nor_for_a_block_not_chosen():
