@@ -31,9 +31,9 @@ KERNELS = "training/kernels/"
 
 
 def source_files(kernels: bool = True) -> dict[str, bytes]:
-    """Archive path -> content of every file SOURCES names (no caches, no folders), the kernels only if asked."""
-    paths = {p for pattern in SOURCES for p in PROJECT_ROOT.glob(pattern)
-             if p.is_file() and "__pycache__" not in p.parts}
+    """Archive path -> content of every file SOURCES names (no folders; no caches: no pattern takes a .pyc), the
+    kernels only if asked."""
+    paths = {p for pattern in SOURCES for p in PROJECT_ROOT.glob(pattern) if p.is_file()}
     files = {str(p.relative_to(PROJECT_ROOT)): p.read_bytes() for p in sorted(paths)}
     return files if kernels else {name: data for name, data in files.items() if not name.startswith(KERNELS)}
 

@@ -57,6 +57,9 @@ def test_the_kernels_travel_only_with_a_job_that_uses_them(tmp_path, write_stack
     assert plans["off"].storage.code_sha256 == bundle_sha256(kernels=False) != bundle_sha256()
     written = write_bundle(tmp_path, plans["off"].storage.code_sha256)
     assert written.read_bytes() == bundle_bytes(kernels=False)
+    # Into a folder not made yet (the local bucket's first upload), with the kernels where the plan names them.
+    written = write_bundle(tmp_path / "bucket" / "code", plans["auto"].storage.code_sha256)
+    assert written.read_bytes() == bundle_bytes() and written.name == f"{bundle_sha256()}.tar.gz"
     with pytest.raises(ValueError, match="no bundle of this checkout"):
         write_bundle(tmp_path, "0" * 64)
 
