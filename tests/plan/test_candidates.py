@@ -67,3 +67,4 @@ def test_no_place_with_capacity_is_refused_naming_each_and_why():
     assert problem.message == ("no candidate has capacity now, so nothing was created (tried g5.48xlarge in "
                                "us-west-2b: sold out; g5.24xlarge in us-west-2a on demand: not offered; g5.12xlarge in "
                                "us-west-2b: sold out).")
+    assert problem.fix == "add candidates in other zones, types or markets, or try again later."
