@@ -92,6 +92,8 @@ def test_the_bucket_itself_stays_on_the_default_provider(tmp_path):
 def test_other_clouds_refuse_a_bundle_domain(tmp_path, cloud):
     problem = only(tmp_path, cloud, {"storage": {"bundleDomain": "code.example.com"}})
     assert problem.path == "gpufleet:cluster.storage.bundleDomain" and "needs no domain" in problem.message
+    assert problem.message.endswith("needs no domain for the code bundle: its default endpoint takes the upload from "
+                                    "anywhere.") and problem.fix == "remove storage.bundleDomain."
 
 
 def test_the_upload_provider_keeps_the_stacks_credentials(tmp_path):

@@ -62,7 +62,7 @@ def test_where_capacity_is_blocks_a_candidate_without_one_holds_no_place():
     stale = (Availability(BLOCK, False, "no active Capacity Block", running=True),
              Availability(NEXT, True, reservation_id="cr-0f0e0d0c0b0a09080", ends=END))
     first, second = in_force(stale, END - timedelta(days=1), blocks=True)
-    assert not first.running and chosen((first, second)) is second
+    assert first.running is False and chosen((first, second)) is second
     assert in_force(stale, END - timedelta(days=1)) == stale, "elsewhere a running place is kept without capacity"
 
 
