@@ -48,3 +48,10 @@ def test_each_mirror_the_plan_has_silences_its_own_note_alone():
     with_pip = replace(cluster, network=replace(cluster.network, mirrors=replace(NONE, pip="http://pip.example/simple")))
     assert [note for note in mirror_advice(with_pip, cloud) if "pipMirror" in note] == []
     assert len(mirror_advice(with_pip, cloud)) == len(mirror_advice(cluster, cloud)) - 1
+
+
+@pytest.mark.parametrize("stack", ["aws-p5", "aws-g4dn-dev"])
+def test_outside_a_region_that_needs_mirrors_nodes_fetch_from_upstream_and_no_note_is_given(stack):
+    cluster = spec_and_plan(resolve(stack, None))[1]
+    assert cluster.network.mirrors == NONE
+    assert mirror_advice(cluster, CLOUDS[cluster.cloud]) == []
