@@ -6,7 +6,5 @@ import pulumi
 from components.bake_program import bake
 from components.program import main
 
-if phase := pulumi.Config("gpufleet").get("bake"):
-    bake(phase)
-else:
-    main()
+# The plan realized, which the preview (fleet/preview.py) reads from this module's globals instead of planning again.
+cluster = bake(phase) if (phase := pulumi.Config("gpufleet").get("bake")) else main()

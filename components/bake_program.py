@@ -14,6 +14,7 @@ from clouds.rules import validate
 from components.program import InvalidStack, cluster_config
 from components.realizers import look_up, realize
 from plan.bake import PHASES
+from plan.model import ClusterPlan
 from spec.configkeys import BAKE_KEY
 from spec.errors import Problem, SpecError
 
@@ -23,7 +24,8 @@ def image_module(cloud: str):
     return importlib.import_module(f"{CLOUDS[cloud].realizer.rsplit('.', 1)[0]}.image")
 
 
-def bake(phase: str) -> None:
+def bake(phase: str) -> ClusterPlan:
+    """Declare the bake's one-node cluster and, in phase `image`, the image made from it; returns the bake's plan."""
     try:
         if phase not in PHASES:
             raise SpecError([Problem(BAKE_KEY, f"is {phase!r}.", f"use one of {', '.join(PHASES)}.")])
@@ -45,6 +47,7 @@ def bake(phase: str) -> None:
     pulumi.export("imageMatrixDigest", baking.digest)
     if phase == "image":
         pulumi.export("bakedImage", images.image_from_instance(baking, outputs["headInstanceId"]))
+    return baking.cluster
 
 
 def _left_off(args: pulumi.ResourceTransformationArgs, images) -> pulumi.ResourceTransformationResult | None:

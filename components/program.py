@@ -55,7 +55,8 @@ class InvalidStack(pulumi.RunError):
         super().__init__(f"{error.render()}\n(config key: {CLUSTER_KEY})")
 
 
-def main() -> None:
+def main() -> ClusterPlan:
+    """Plan the stack and declare its resources; returns the plan it realized (the preview reads it off)."""
     try:
         cluster = plan_from_config()
     except SpecError as error:
@@ -66,3 +67,4 @@ def main() -> None:
         pulumi.log.warn(ending)
     for key, value in realize(cluster).items():
         pulumi.export(key, value)
+    return cluster

@@ -22,7 +22,7 @@ from google.protobuf import json_format
 from pulumi.runtime import mocks as pulumi_mocks
 
 from clouds import CLOUDS
-from components.program import InvalidStack, plan_from_config
+from components.program import InvalidStack
 from components.realizers import look_up, lookups_of, realizer_of
 from plan.facts import DeployFacts
 from plan.model import ClusterPlan
@@ -196,10 +196,8 @@ def run_program(stack: StackFile, project_dir: Path = PROJECT_ROOT) -> Preview:
 
     @pulumi.runtime.test
     def run() -> pulumi.Output:
-        runpy.run_path(str(program), run_name="__main__")
+        preview.plan = runpy.run_path(str(program), run_name="__main__")["cluster"]
         preview.invokes = list(monitor.mocks.invokes)
-        # The plan the program built, from the same config and the same look-up answers.
-        preview.plan = plan_from_config()
         # Mocks register the stack's outputs before the program runs: read the exports off the root stack instead.
         exports = pulumi.Output.from_input(pulumi.runtime.get_root_resource().outputs)
         return exports.apply(lambda values: monitor.outputs.update(_unwrap(values)))
