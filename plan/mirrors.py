@@ -25,10 +25,11 @@ def plan_mirrors(network: Network, cloud: CloudProfile, region: str) -> Mirrors:
 
 
 def rehomed(image: str, nvcr_mirror: str | None) -> str:
-    """An nvcr.io image as the stack's registry that mirrors nvcr.io serves it (the same repository and tag)."""
+    """An nvcr.io image as the stack's registry that mirrors nvcr.io serves it (the same repository and tag); the
+    spec refuses a mirror ending in '/' (spec/cluster.py _REGISTRY_PREFIX)."""
     if not nvcr_mirror or not image.startswith(NVCR):
         return image
-    return f"{nvcr_mirror.rstrip('/')}/{image.removeprefix(NVCR)}"
+    return f"{nvcr_mirror}/{image.removeprefix(NVCR)}"
 
 
 def mirror_advice(cluster: ClusterPlan, cloud: CloudProfile) -> list[str]:

@@ -217,7 +217,8 @@ def test_nvcr_images_come_from_the_registry_the_stack_names(write_stack, aws_clu
 
 
 @pytest.mark.parametrize(("field", "value"), [("pipMirror", "ftp://mirror.example/simple"), ("aptMirror", "mirrors"),
-                                              ("cudaMirror", "http://a b"), ("nvcrMirror", "https://registry.example")])
+                                              ("cudaMirror", "http://a b"), ("nvcrMirror", "https://registry.example"),
+                                              ("nvcrMirror", "registry.example/nvcr/")])
 def test_a_mirror_that_is_no_url_of_its_kind_is_refused_with_the_field(tmp_path, write_stack, aws_cluster, field,
                                                                        value):
     aws_cluster["network"] = {field: value}
