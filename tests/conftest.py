@@ -42,3 +42,16 @@ def write_stack(tmp_path):
         return path
 
     return write
+
+
+def pytest_sessionstart(session) -> None:
+    """Every session starts from cold caches of the project's own functions (functools.cache: plans, catalogs, the
+    bundle). A session run in a forked process would otherwise read what its parent computed with other code: the
+    mutation pass (mutmut) forks one session per mutant from a process that already ran every test unmutated."""
+    for module in list(sys.modules.values()):
+        path = Path(getattr(module, "__file__", None) or "/")
+        if not path.is_relative_to(ROOT) or "site-packages" in path.parts:
+            continue
+        for value in list(vars(module).values()):
+            if callable(getattr(value, "cache_clear", None)):
+                value.cache_clear()
