@@ -3,7 +3,6 @@ node booted from one of them the way the local cluster boots it (here.local.clou
 
 from __future__ import annotations
 
-from functools import cache
 from pathlib import Path
 
 from fleet.stacks import spec_and_plan
@@ -20,7 +19,6 @@ CASES = [f"{stack_name_of(path)}-{role}" for path in STACKS for role in ROLES]
 BUNDLE = "<bundle-sha256>"
 
 
-@cache
 def plan_of(stack: str) -> ClusterPlan:
     return spec_and_plan(load_stack_file(PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml"))[1]
 

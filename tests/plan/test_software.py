@@ -10,7 +10,6 @@ import re
 import sys
 import urllib.request
 from email.parser import Parser
-from functools import cache
 
 import pytest
 from packaging.requirements import Requirement
@@ -29,7 +28,6 @@ LINUX = {"platform_system": "Linux", "sys_platform": "linux", "python_version": 
 CUDA_SUFFIX = re.compile(r"-cu(\d+)$")
 
 
-@cache
 def plan_of(stack: str) -> ClusterPlan:
     return spec_and_plan(load_stack_file(PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml"))[1]
 
