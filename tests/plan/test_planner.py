@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from clouds.plans import plan_for
+from clouds.rules import validate
 from fleet.stacks import spec_and_plan
 from here.local.cloudconfig import document
 from plan import catalog
 from plan.bundle import bundle_bytes, bundle_sha256
 from plan.cost import plan_cost
 from plan.fabric import plan_fabric
+from plan.facts import DeployFacts
 from plan.firewall import plan_firewall
 from plan.network import plan_network
 from plan.prices import ListPrice
@@ -258,3 +261,20 @@ def test_the_local_stack_booted_renders_cloud_mode_user_data_with_nothing_left_t
 def test_a_cloud_stack_booted_is_the_plan_the_cloud_gets(name):
     stack = load_stack_file(ROOT / "stacks" / f"Pulumi.{name}.yaml")
     assert spec_and_plan(stack, booted=True)[1] == spec_and_plan(stack)[1]
+
+
+def test_only_a_looked_up_image_is_pinned_and_only_autos_carry_drivers(write_stack, aws_cluster):
+    """docs/design.md "Images": the look-up's id is pinned; a named image, the cloud's alias and a baked image are not.
+    Drivers come with `auto` where the cloud's image has them (AWS's DLAMI) and with an image baked from it."""
+    def image(cluster, region="us-east-1", stack="test", facts=None):
+        return plan_for(validate(cluster, region, stack), stack, facts or DeployFacts()).image
+
+    alias = image(aws_cluster)
+    assert (alias.pinned, alias.has_drivers) == (False, True) and alias.ref.startswith("resolve:ssm:")
+    named = image({**aws_cluster, "image": "ami-0123456789abcdef0"})
+    assert (named.ref, named.pinned, named.has_drivers) == ("ami-0123456789abcdef0", False, False)
+    baked = image({**aws_cluster, "image": {"baked": "ami-0fedcba9876543210", "base": "auto"}})
+    assert (baked.ref, baked.pinned, baked.has_drivers, baked.baked) == ("ami-0fedcba9876543210", False, True, True)
+    tencent = {"cloud": "tencentcloud", "zone": "ap-guangzhou-6", "instanceType": "GN7.2XLARGE32", "nodes": 2}
+    looked_up = image(tencent, "ap-guangzhou", facts=DeployFacts(image_id="img-0123"))
+    assert (looked_up.ref, looked_up.pinned, looked_up.has_drivers) == ("img-0123", True, False)
