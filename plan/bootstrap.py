@@ -158,7 +158,7 @@ def _entry(f: NodeFile) -> dict:
 def render_user_data(node: NodePlan, *, bake: bool = False) -> str:
     """The complete #cloud-config text for this role; equal input gives equal output. `bake`: the machine
     `fleet image build` images instead: it installs the node's software, records it and powers off."""
-    enabled = [u for u in _units(node) if u.endswith(".timer") or not _started_by_timer(u, node)]
+    enabled = [u for u in _units(node) if not _started_by_timer(u, node)]
     return _TEMPLATES.get_template("user-data.yaml.j2").render(
         node=node,
         files=[_entry(f) for f in node_files(node)],
