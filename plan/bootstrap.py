@@ -158,7 +158,8 @@ def _entry(f: NodeFile) -> dict:
 def render_user_data(node: NodePlan, *, bake: bool = False) -> str:
     """The complete #cloud-config text for this role; equal input gives equal output. `bake`: the machine
     `fleet image build` images instead: it installs the node's software, records it and powers off."""
-    enabled = [u for u in _units(node) if not _started_by_timer(u, node)]
+    units = _units(node)
+    enabled = [u for u in units if not _started_by_timer(u, units)]
     return _TEMPLATES.get_template("user-data.yaml.j2").render(
         node=node,
         files=[_entry(f) for f in node_files(node)],
@@ -169,8 +170,8 @@ def render_user_data(node: NodePlan, *, bake: bool = False) -> str:
     )
 
 
-def _started_by_timer(unit: str, node: NodePlan) -> bool:
-    return unit.endswith(".service") and unit.removesuffix(".service") + ".timer" in _units(node)
+def _started_by_timer(unit: str, units: list[str]) -> bool:
+    return unit.endswith(".service") and unit.removesuffix(".service") + ".timer" in units
 
 
 def _indent(text: str, spaces: int) -> str:
