@@ -8,11 +8,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from clouds.rules import validate
+from components.program import region_key
 from fleet.stacks import spec_and_plan
 from plan.model import ClusterPlan
+from plan.paths import PROJECT_ROOT
 from spec.cluster import ClusterSpec
 from spec.errors import Problem, SpecError
-from spec.stackfile import load_stack_file
+from spec.stackfile import CLUSTER_KEY, load_stack_file
 
 REGION_KEYS = {"aws": "aws:region", "alicloud": "alicloud:region", "tencentcloud": "tencentcloud:region"}
 FIVE_LINES = {
@@ -27,15 +30,32 @@ FIVE_LINES = {
 CLOUDS = tuple(FIVE_LINES)
 
 
+def merged(cluster: dict, changes: dict) -> dict:
+    """The cluster with `changes` merged in one level deep; a change to None removes the key."""
+    result = dict(cluster)
+    for key, value in changes.items():
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = {**result[key], **value}
+        else:
+            result[key] = value
+    return result
+
+
+def shipped_spec(stack: str, **changes) -> ClusterSpec:
+    """A shipped stack's cluster with `changes` merged in (`merged`), validated as the program validates it."""
+    stack_file = load_stack_file(PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml")
+    cluster = merged(stack_file.config[CLUSTER_KEY], changes)
+    key = region_key(cluster)
+    return validate(cluster, str(stack_file.config.get(key, "")) if key else "", stack_file.name)
+
+
 def write(directory: Path, cloud: str, changes: dict | None = None, region: str | None = None,
           stack: str = "test") -> Path:
     """A stack file holding the cloud's five-line cluster with `changes` merged in (one level deep)."""
     default_region, cluster = copy.deepcopy(FIVE_LINES[cloud])
-    for key, value in (changes or {}).items():
-        if isinstance(value, dict) and isinstance(cluster.get(key), dict):
-            cluster[key] = {**cluster[key], **value}
-        else:
-            cluster[key] = value
+    cluster = merged(cluster, changes or {})
     config: dict = {"gpufleet:cluster": cluster}
     if cloud in REGION_KEYS:
         config[REGION_KEYS[cloud]] = default_region if region is None else region

@@ -4,23 +4,18 @@ matrix digest its tag carries. The bake's Pulumi program is tests/components/tes
 from __future__ import annotations
 
 import pytest
+from spec_cases import shipped_spec
 
 from clouds.plans import bake_for
-from clouds.rules import validate
 from plan.bake import MATRIX_TAG, bake_name, bake_spec, matrix_digest
 from plan.facts import DeployFacts
-from plan.paths import PROJECT_ROOT
 from spec.names import CLUSTER_NAME
-from spec.stackfile import CLUSTER_KEY, load_stack_file
-
-STACK = load_stack_file(PROJECT_ROOT / "stacks" / "Pulumi.tencent-spot.yaml")
 
 
 def spec(**cluster):
     """The shipped stack with `cluster`'s settings; without a name where `cluster` gives none (a spec the stack file
     did not name: the bake falls back on the stack's)."""
-    written = {**STACK.config[CLUSTER_KEY], **cluster}
-    validated = validate(written, STACK.config["tencentcloud:region"], STACK.name)
+    validated = shipped_spec("tencent-spot", **cluster)
     return validated if "name" in cluster else validated.model_copy(update={"name": None})
 
 

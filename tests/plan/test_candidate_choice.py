@@ -5,23 +5,20 @@ choose."""
 from __future__ import annotations
 
 import pytest
+from spec_cases import shipped_spec
 
-from clouds.rules import validate
 from plan.candidates import Availability, Candidate, applied, candidates, choose
-from plan.paths import PROJECT_ROOT
 from spec.errors import SpecError
-from spec.stackfile import CLUSTER_KEY, load_stack_file
+from spec.stackfile import CLUSTER_KEY
 
 # A spot stack with a spot price ceiling, and two more places: another type in another zone on demand, and another
 # type with the stack's market.
-STACK = load_stack_file(PROJECT_ROOT / "stacks" / "Pulumi.aws-g5-spot.yaml")
 WRITTEN = [{"zone": "us-west-2a", "instanceType": "g5.24xlarge", "market": "on-demand"},
            {"instanceType": "g5.12xlarge"}]
 
 
 def spec():
-    cluster = {**STACK.config[CLUSTER_KEY], "candidates": WRITTEN}
-    return validate(cluster, STACK.config["aws:region"], STACK.name)
+    return shipped_spec("aws-g5-spot", candidates=WRITTEN)
 
 
 def test_the_stacks_own_place_comes_first_and_each_candidate_is_filled_from_the_stack():

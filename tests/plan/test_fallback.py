@@ -3,13 +3,11 @@ each kind of worker set: a group with fallbacks, a group held to one type, insta
 
 from __future__ import annotations
 
-from clouds.rules import validate
+from spec_cases import shipped_spec
+
 from plan.candidates import Availability, candidates
 from plan.fallback import launch_fallback, launch_types
-from plan.paths import PROJECT_ROOT
-from spec.stackfile import CLUSTER_KEY, load_stack_file
 
-STACK = load_stack_file(PROJECT_ROOT / "stacks" / "Pulumi.aws-g4dn-dev.yaml")
 HEAD = "head: none (one instance: the candidate chosen at deploy time is the fallback it has)"
 
 
@@ -33,14 +31,12 @@ def test_instances_in_no_group_have_none_but_the_candidate_chosen_at_deploy_time
 def _types(**market):
     """The workers' launch types of the on-demand g4dn stack with two later candidates of its node shape, every
     place available."""
-    cluster = {k: v for k, v in STACK.config[CLUSTER_KEY].items() if k != "autoscaling"}
-    cluster |= {"market": {"onDemandBase": 1, "spotPercent": 0, **market},
-                "candidates": [{"instanceType": "g4dn.2xlarge"}, {"instanceType": "g4dn.4xlarge"}]}
-    spec = validate(cluster, STACK.config["aws:region"], STACK.name)
+    spec = shipped_spec("aws-g4dn-dev", autoscaling=None, market={"onDemandBase": 1, "spotPercent": 0, **market},
+                        candidates=[{"instanceType": "g4dn.2xlarge"}, {"instanceType": "g4dn.4xlarge"}])
     return launch_types(spec, tuple(Availability(c, True) for c in candidates(spec)))
 
 
 def test_later_candidates_of_the_shape_are_launch_types_and_a_reservation_holds_one_type():
-    planned = STACK.config[CLUSTER_KEY]["instanceType"]
+    planned = "g4dn.xlarge"  # stacks/Pulumi.aws-g4dn-dev.yaml
     assert _types() == (planned, "g4dn.2xlarge", "g4dn.4xlarge")
     assert _types(reservationId="cr-0a1b2c3d4e5f60718") == (planned,), "an On-Demand Capacity Reservation: one type"
