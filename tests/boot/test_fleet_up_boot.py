@@ -1,6 +1,7 @@
-"""`fleet up --boot` as a user runs it: a cloud stack's head and worker, and the local stack's, boot the plan's
-user-data with real cloud-init and systemd to the job's first step; the summary's phases come from the machines and
-happen in the boot's order, and nothing of the run is left behind."""
+"""`fleet up --boot` as a user runs it: a cloud stack's head and worker boot the plan's user-data with real cloud-init
+and systemd to the job's first step; the summary's phases come from the machines and happen in the boot's order, and
+nothing of the run is left behind. (The local stack's boot, the same Boot under `fleet up --stack local --boot`, is
+tests/boot/test_spot.py's: one boot of it in the suite is enough.)"""
 
 from __future__ import annotations
 
@@ -24,8 +25,7 @@ def _netns() -> set[str]:
     return set(subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split())
 
 
-@pytest.mark.parametrize(("stack", "cloud", "options"), [("tencent-spot", "tencentcloud", ["--tiny-job"]),
-                                                        ("local", "local", [])])
+@pytest.mark.parametrize(("stack", "cloud", "options"), [("tencent-spot", "tencentcloud", ["--tiny-job"])])
 def test_a_stack_boots_to_its_first_training_step(stack, cloud, options):
     before = _netns()
     run = subprocess.run([sys.executable, "-m", "fleet", "up", "--stack", stack, "--boot", *options,
