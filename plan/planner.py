@@ -96,7 +96,7 @@ def _market(spec: ClusterSpec, cloud: CloudProfile, row: catalog.InstanceType, f
     if m.capacity_block and reservation is None:
         raise ValueError("a Capacity Block without reservationId needs the deploy-time look-up (plan.facts)")
     return MarketPlan(on_demand_base=max(m.on_demand_base - 1, 0), spot_percent=m.spot_percent,
-                      spot_strategy=cloud.spot_strategies.get(m.spot_strategy, m.spot_strategy),
+                      spot_strategy=cloud.spot_strategies.get(m.spot_strategy, ""),
                       max_spot_price=spot_ceiling(m.max_spot_price, row, cloud.spot_bid_currency),
                       reservation_id=reservation, capacity_block=m.capacity_block)
 

@@ -138,6 +138,8 @@ class CloudProfile:
     # Base64 bytes of user-data a node may get: 16 KB on EC2, ECS and CVM alike
     # (docs/cloud-facts.md#user-data-limit); None: no limit.
     max_user_data_bytes: int | None = 16384
+    # The stack's market.spotStrategy as the cloud's API names it; a strategy it lacks (every one, for a cloud that
+    # takes none) is planned as none ("").
     spot_strategies: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     unsupported: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # The module whose `realize(plan)` declares the cloud's resources (a `Realizer`, components/realizers/contract.py),
