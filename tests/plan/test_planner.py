@@ -120,6 +120,19 @@ def test_cost_of_the_spot_mix(write_stack, aws_cluster):
     assert plan.cost.on_demand_hourly == pytest.approx(4 * price)
     assert plan.cost.expected_hourly == pytest.approx(3 * price + 1 * price * 0.4)
     assert plan.cost.price_date == "2026-07-20"
+    assert plan.cost.price_source == "karpenter-provider-aws zz_generated.pricing_aws.go (on-demand, us-east-1)"
+
+
+@pytest.mark.parametrize(("market", "rate"), [
+    ({"onDemandBase": 4, "reservationId": "cr-0123456789abcdef0"}, 1 - 0.35),  # AWS's reserved_discount
+    ({"onDemandBase": 4, "reservationId": "cr-0123456789abcdef0", "capacityBlock": True}, 1.0)])
+def test_cost_of_a_reservation_is_its_discounted_rate_and_a_capacity_blocks_its_list_price(write_stack, aws_cluster,
+                                                                                           market, rate):
+    aws_cluster["market"] = market
+    plan = plan_of(write_stack, aws_cluster)
+    price = catalog.lookup("aws", "p5.48xlarge").price_usd_per_hour
+    assert plan.cost.on_demand_hourly == pytest.approx(4 * price)
+    assert plan.cost.expected_hourly == pytest.approx(4 * price * rate)
 
 
 def test_cost_unknown_price_is_none_not_zero():
