@@ -62,7 +62,7 @@ def _warnings(cloud: str, price: float | None, price_date: str, today: date, ove
 
 def _option(option: Option) -> dict[str, Any]:
     return {"cloud": option.cloud, "instanceType": option.instance.name, "gpuModel": option.instance.gpu_model,
-            "gpusPerNode": option.instance.gpus, "nodes": option.nodes, "spotNodes": option.estimate.spot,
+            "gpusPerNode": option.instance.gpus, "nodes": option.nodes, "spotNodes": option.spot,
             "priceUsdPerHour": option.estimate.price, "priceDate": option.price_date,
             "priceSource": option.price_source, **_money(option.estimate)}
 

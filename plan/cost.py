@@ -39,10 +39,8 @@ class Assumptions:
 
 @dataclass(frozen=True)
 class Estimate:
-    """Hourly cost of `nodes` nodes of which `spot` run on spot, three ways; None where the price is not public."""
+    """Hourly cost of some nodes, some of them on spot, three ways; None where the price is not public."""
 
-    nodes: int
-    spot: int
     price: float | None
     on_demand: float | None
     spot_mix: float | None
@@ -56,10 +54,10 @@ def estimate(price: float | None, nodes: int, spot: int, assumptions: Assumption
     """On-demand: every node at list price. Spot mix: spot nodes at the spot discount. Reserved: the spot mix with
     the on-demand nodes at the reserved discount instead (spot is never reserved)."""
     if price is None:
-        return Estimate(nodes, spot, None, None, None, None)
+        return Estimate(None, None, None, None)
     unit = price * assumptions.region_factor
     spot_part = spot * unit * (1 - assumptions.spot_discount)
-    return Estimate(nodes=nodes, spot=spot, price=round(unit, 4),
+    return Estimate(price=round(unit, 4),
                     on_demand=round(nodes * unit, 4),
                     spot_mix=round((nodes - spot) * unit + spot_part, 4),
                     reserved=round((nodes - spot) * unit * (1 - assumptions.reserved_discount) + spot_part, 4))
@@ -91,6 +89,7 @@ class Option:
     cloud: str
     instance: InstanceType
     nodes: int
+    spot: int
     estimate: Estimate
     price_date: str
     price_source: str
@@ -109,7 +108,7 @@ def same_gpus(gpu_model: str, gpus: int, spot_share: float, clouds: list[CloudPr
             nodes = math.ceil(gpus / row.gpus)
             spot = math.floor(nodes * spot_share)
             found = estimate(row.price_usd_per_hour, nodes, spot, Assumptions.of(cloud).override(**overrides))
-            options.append(Option(cloud.name, row, nodes, found, table.price_date, table.price_source))
+            options.append(Option(cloud.name, row, nodes, spot, found, table.price_date, table.price_source))
     return sorted(options, key=lambda o: (o.estimate.spot_mix is None, o.estimate.spot_mix or 0.0, o.cloud))
 
 

@@ -75,3 +75,15 @@ def test_bad_input_exits_2_without_traceback(args, capsys):
         code = exit_.code
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err and err.strip()
+
+
+def test_each_compared_option_puts_the_stacks_spot_share_of_its_nodes_on_spot(capsys):
+    """aws-p5: 1 of 4 nodes on spot; an option of 32 smaller nodes puts 8 of them there, and prices them so."""
+    _, document, _ = _cost(capsys, "--stack", "aws-p5", "--compare", "--today", "2026-08-01")
+    rows = {row["instanceType"]: row for row in document["compare"]}
+    assert {name: (row["nodes"], row["spotNodes"]) for name, row in rows.items()} == {
+        "p5.4xlarge": (32, 8), "p5.48xlarge": (4, 1)}
+    for row in rows.values():
+        price, on_spot = row["priceUsdPerHour"], row["spotNodes"]
+        assert row["hourly"]["spotMix"] == pytest.approx((row["nodes"] - on_spot) * price + on_spot * price * 0.4,
+                                                         abs=1e-3)

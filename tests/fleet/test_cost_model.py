@@ -55,7 +55,7 @@ def test_price_age_and_staleness():
 
 
 def test_a_month_is_in_whole_cents():
-    assert Estimate(1, 0, 1.0, 0.123456, None, None).monthly(0.123456) == 90.12
+    assert Estimate(1.0, 0.123456, None, None).monthly(0.123456) == 90.12
 
 
 def test_same_gpus_sizes_each_type_and_puts_unpriced_last():

@@ -1,5 +1,5 @@
 """A cloud without a catalog yet (a profile registered before its rows): every catalog reading answers "nothing
-known" instead of failing, and the cost comparison offers nothing there."""
+known" instead of failing, the cost comparison offers nothing there, and a cost line names no price date or source."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import dataclasses
 
 from clouds import CLOUDS
 from plan.catalog import catalog, lookup, regions, type_names
-from plan.cost import same_gpus
+from plan.cost import plan_cost, same_gpus
+from plan.model import MarketPlan, ScalingPlan
+from plan.prices import ListPrice
 
 NO_ROWS = "nocatalog"
 
@@ -25,3 +27,10 @@ def test_the_cost_comparison_skips_a_cloud_without_rows():
     with_rows = same_gpus("A100", 8, 0.0, [CLOUDS["aws"]], {})
     assert with_rows and {o.cloud for o in with_rows} == {"aws"}
     assert same_gpus("A100", 8, 0.0, [without, CLOUDS["aws"]], {}) == with_rows
+
+
+def test_a_cost_line_without_rows_names_no_price_date_or_source():
+    without = dataclasses.replace(CLOUDS["aws"], name=NO_ROWS)
+    cost = plan_cost(without, ListPrice("USD", None), MarketPlan(0, 0, "", None, None, False),
+                     ScalingPlan(1, 1, 1, None))
+    assert (cost.price_date, cost.price_source, cost.expected_hourly) == ("", "", None)
