@@ -29,6 +29,11 @@ def test_three_ways_of_paying():
     assert found.monthly(found.on_demand) == pytest.approx(40.0 * HOURS_PER_MONTH)
 
 
+def test_figures_are_to_a_hundredth_of_a_cent():
+    found = estimate(98.32, nodes=1, spot=0, assumptions=Assumptions(0.6, 0.3, region_factor=1.23456))
+    assert (found.price, found.on_demand) == (121.3819, 121.3819)  # 98.32 x 1.23456 = 121.3819392
+
+
 def test_region_factor_scales_every_figure():
     base = Assumptions(0.6, 0.3)
     plain, dear = estimate(10.0, 2, 1, base), estimate(10.0, 2, 1, base.override(region_factor=1.5))
