@@ -1,12 +1,13 @@
-"""What a spec asks the cloud before it is planned (plan/facts.py `capacity_lookups`): a named Capacity Block is
-looked up by its id, an On-Demand Capacity Reservation is not a block, and where the cluster runs is asked by its
-identity in the project given."""
+"""What a spec asks the cloud before it is planned (plan/facts.py): a named Capacity Block is looked up by its id, an
+On-Demand Capacity Reservation is not a block, where the cluster runs is asked by its identity in the project given,
+and a stack that names its image and needs no account id in its bucket's name asks nothing else."""
 
 from __future__ import annotations
 
 from spec_cases import shipped_spec
 
-from plan.facts import capacity_lookups
+from clouds import profile
+from plan.facts import Lookups, capacity_lookups, lookups
 from plan.identity import cluster_identity
 
 STACK = "aws-p4d-capacity-block"  # the shipped stack, and the stack name the look-ups are asked under
@@ -30,3 +31,8 @@ def test_where_the_cluster_runs_is_asked_by_its_identity_in_the_project_given():
     asked = capacity_lookups(the_spec, STACK, "another-project")
     assert asked.cluster == cluster_identity(the_spec.name, "another-project", STACK, "us-east-1")
     assert asked.cluster != capacity_lookups(the_spec, STACK).cluster
+
+
+def test_a_stack_naming_its_image_asks_no_image_and_no_instance_type():
+    named = shipped_spec("ali-spot")
+    assert lookups(named, profile(named.cloud)) == Lookups()
