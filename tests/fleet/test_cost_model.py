@@ -30,8 +30,9 @@ def test_three_ways_of_paying():
 
 
 def test_figures_are_to_a_hundredth_of_a_cent():
-    found = estimate(98.32, nodes=1, spot=0, assumptions=Assumptions(0.6, 0.3, region_factor=1.23456))
-    assert (found.price, found.on_demand) == (121.3819, 121.3819)  # 98.32 x 1.23456 = 121.3819392
+    found = estimate(98.32, nodes=2, spot=1, assumptions=Assumptions(0.6, 0.3, region_factor=1.23456))
+    # A node at 98.32 x 1.23456 = 121.3819392; on spot at 40% of it, 48.55277568; reserved at 70%, 84.96735744.
+    assert (found.price, found.on_demand, found.spot_mix, found.reserved) == (121.3819, 242.7639, 169.9347, 133.5201)
 
 
 def test_region_factor_scales_every_figure():
