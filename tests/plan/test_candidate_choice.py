@@ -65,3 +65,15 @@ def test_no_place_with_capacity_is_refused_naming_each_and_why():
                                "us-west-2b: sold out; g5.24xlarge in us-west-2a on demand: not offered; g5.12xlarge in "
                                "us-west-2b: sold out).")
     assert problem.fix == "add candidates in other zones, types or markets, or try again later."
+
+
+def test_a_candidate_the_cloud_cannot_build_is_refused_as_the_stack_itself_would_be_with_the_same_fix():
+    with pytest.raises(SpecError) as as_stack:
+        shipped_spec("aws-g5-spot", instanceType="no-such-type")
+    with pytest.raises(SpecError) as as_candidate:
+        shipped_spec("aws-g5-spot", candidates=[{"instanceType": "no-such-type"}])
+    (stack_problem,) = [p for p in as_stack.value.problems if p.path.endswith(".instanceType")]
+    (candidate_problem,) = as_candidate.value.problems
+    assert candidate_problem.path == "gpufleet:cluster.candidates[0]"
+    assert candidate_problem.message.endswith(f"{stack_problem.path} {stack_problem.message}")
+    assert candidate_problem.fix == stack_problem.fix and candidate_problem.fix

@@ -105,3 +105,9 @@ def test_a_profile_without_placement_of_its_own_places_nothing_and_refuses_a_spr
                        instance=catalog.lookup("aws", "g5.xlarge"))
     assert no_placement(ask) == ()
     assert no_placement(replace(ask, anti_affinity=True)) == "it has no spread placement for nodes."
+
+
+def test_aws_capacity_reservation_cannot_spread_either(stack):
+    reserved = {**P5, "market": {"onDemandBase": 4, "reservationId": "cr-0123456789abcdef0"}}
+    assert "capacity reservations and Capacity Blocks hold no capacity in a spread placement group" in \
+        refusal(stack({**reserved, "network": {"antiAffinity": True}})).message
