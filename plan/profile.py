@@ -59,8 +59,9 @@ def s3_default(region: str) -> StoreApi:
 
 
 def gpufleet_bucket(name: str, digest: str, region: str, account_id: str | None) -> str:
-    """The default checkpoint bucket: the cluster's name and a short hash of where it lives."""
-    return f"gpufleet-{name}-{digest}"[:63]
+    """The default checkpoint bucket: the cluster's name and a short hash of where it lives; at most 49 characters (a
+    name of at most CLUSTER_NAME_MAX = 31, spec/names.py), within every cloud's 63."""
+    return f"gpufleet-{name}-{digest}"
 
 
 def no_account(bucket: str) -> str | None:
