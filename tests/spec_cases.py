@@ -43,12 +43,17 @@ def merged(cluster: dict, changes: dict) -> dict:
     return result
 
 
-def shipped_spec(stack: str, **changes) -> ClusterSpec:
-    """A shipped stack's cluster with `changes` merged in (`merged`), validated as the program validates it."""
+def shipped_cluster(stack: str, **changes) -> tuple[dict, str, str]:
+    """A shipped stack's cluster with `changes` merged in (`merged`), its region and its stack name."""
     stack_file = load_stack_file(PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml")
     cluster = merged(stack_file.config[CLUSTER_KEY], changes)
     key = region_key(cluster)
-    return validate(cluster, str(stack_file.config.get(key, "")) if key else "", stack_file.name)
+    return cluster, str(stack_file.config.get(key, "")) if key else "", stack_file.name
+
+
+def shipped_spec(stack: str, **changes) -> ClusterSpec:
+    """A shipped stack's cluster with `changes`, validated as the program validates it."""
+    return validate(*shipped_cluster(stack, **changes))
 
 
 def write(directory: Path, cloud: str, changes: dict | None = None, region: str | None = None,

@@ -5,22 +5,18 @@ have refused, stops the planner naming why, never a plan that leaves the part ou
 from __future__ import annotations
 
 import pytest
-from spec_cases import merged, shipped_spec
+from spec_cases import shipped_cluster, shipped_spec
 
 from clouds.plans import plan_for
-from components.program import region_key
 from plan.facts import DeployFacts
-from plan.paths import PROJECT_ROOT
 from spec.cluster import ClusterSpec, parse_spec
-from spec.stackfile import CLUSTER_KEY, load_stack_file
 
 
 def unvalidated(stack: str, region: str | None = None, **changes) -> ClusterSpec:
     """A shipped stack's cluster with `changes` (in `region`, else its own), shaped but not checked against its
     cloud's rules."""
-    stack_file = load_stack_file(PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml")
-    cluster = merged(stack_file.config[CLUSTER_KEY], changes)
-    return parse_spec(cluster, region or str(stack_file.config[region_key(cluster)]), stack_file.name)
+    cluster, own_region, name = shipped_cluster(stack, **changes)
+    return parse_spec(cluster, region or own_region, name)
 
 
 def test_a_capacity_block_without_the_look_ups_reservation_is_refused_naming_the_look_up():
