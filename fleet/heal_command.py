@@ -69,8 +69,8 @@ def _stack(args, local_ok: bool = False):
     return Pulumi(args.stack or stack_file.name), spec, plan, cloud
 
 
-def _reader(spec, deployment):
-    return marks_reader(s3_client(spec.cloud, spec.region),
+def _reader(plan, deployment):
+    return marks_reader(s3_client(plan.pipeline.store, plan.region),
                         node_marks(stack_output(deployment, "checkpointUri")))
 
 
@@ -86,9 +86,9 @@ def run_heal(args) -> int:
             return 0
         pulumi.refresh(r["urn"] for r in before)
         after = pulumi.export()
-        records = UnmarkedRecords.at(s3_client(spec.cloud, spec.region),
+        records = UnmarkedRecords.at(s3_client(plan.pipeline.store, plan.region),
                                      unmarked_records(stack_output(after, "checkpointUri")))
-        seen = _timed(nodes_seen(before, after, spec.cloud, _reader(spec, after)), records, cloud.dead_states)
+        seen = _timed(nodes_seen(before, after, spec.cloud, _reader(plan, after)), records, cloud.dead_states)
         decision = decide_heal(plan.rollout, seen, cloud.dead_states, budget=FAILURE_BUDGET,
                                permanent=PERMANENT_FAILURES, deadline_s=MARK_DEADLINE_S)
         for how in decision.groups:
@@ -167,9 +167,9 @@ def run_roll(args) -> int:
             deployment = pulumi.export()
             instance_id = next(r["id"] for r in node_resources(deployment, spec.cloud)
                                if r["urn"] == worker.resource)
-            if not _in_service(partial(_marks, _reader(spec, deployment), (instance_id,)), worker.name, args.timeout):
+            if not _in_service(partial(_marks, _reader(plan, deployment), (instance_id,)), worker.name, args.timeout):
                 return EXIT_FAILED
-        if rolls_groups(plan.rollout) and not _roll_groups(spec, pulumi.export(), args.timeout):
+        if rolls_groups(plan.rollout) and not _roll_groups(plan, pulumi.export(), args.timeout):
             return EXIT_FAILED
     except (PulumiFailed, EssFailed) as error:
         print(f"fleet: {error}", file=sys.stderr)
@@ -177,14 +177,14 @@ def run_roll(args) -> int:
     return 0
 
 
-def _roll_groups(spec, deployment: dict, timeout: int) -> bool:
+def _roll_groups(plan, deployment: dict, timeout: int) -> bool:
     """Each ESS group's members launched from older settings, one at a time, the longest-serving first: reported
     unhealthy, ESS removes it and launches its successor from the current configuration; the next goes once a
     successor is in service. False (said) where a successor failed or the time ran out."""
     held = groups_in(deployment)
     if not held:
         return True
-    groups, mark_of = ess_groups(spec.region), _reader(spec, deployment)
+    groups, mark_of = ess_groups(plan.region), _reader(plan, deployment)
     for name, group_id, user_data in held:
         old = stale(groups.members(group_id), user_data)
         for index, member in enumerate(old, 1):

@@ -13,6 +13,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from clouds import CLOUDS
 from fleet import heal_command
 from fleet.cli import main
 from fleet.node_marks import marks_reader, s3_client
@@ -304,16 +305,18 @@ def test_the_local_cluster_rolls_with_fleet_up_and_heals_only_while_it_runs(caps
     assert "is not running" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("cloud_name", "region", "expected"), [
+@pytest.mark.parametrize(("cloud_name", "region", "endpoint", "expected"), [
     # docs/cloud-facts.md#oss-s3-api, #alibaba-oss-public-endpoint, #tencent-cos
-    ("alicloud", "ap-southeast-1", "https://s3.oss-ap-southeast-1.aliyuncs.com"),
-    ("alicloud", "cn-hangzhou", "https://s3.oss-cn-hangzhou-internal.aliyuncs.com"),
-    ("tencentcloud", "ap-shanghai", "https://cos.ap-shanghai.myqcloud.com"),
+    ("alicloud", "ap-southeast-1", None, "https://s3.oss-ap-southeast-1.aliyuncs.com"),
+    ("alicloud", "cn-hangzhou", None, "https://s3.oss-cn-hangzhou-internal.aliyuncs.com"),
+    ("alicloud", "cn-hangzhou", "public", "https://s3.oss-cn-hangzhou.aliyuncs.com"),
+    ("tencentcloud", "ap-shanghai", None, "https://cos.ap-shanghai.myqcloud.com"),
 ])
-def test_each_store_is_read_through_its_s3_api_virtual_hosted(cloud_name, region, expected):
+def test_each_store_is_read_through_its_s3_api_virtual_hosted(cloud_name, region, endpoint, expected):
+    """Where the plan's pipeline reaches the store: `fleet heal` and `fleet roll` read marks through that endpoint."""
     env = {"ALICLOUD_ACCESS_KEY": "ak", "ALICLOUD_SECRET_KEY": "sk", "TENCENTCLOUD_SECRET_ID": "ak",
            "TENCENTCLOUD_SECRET_KEY": "sk"}
-    client = s3_client(cloud_name, region, environ=env)
+    client = s3_client(CLOUDS[cloud_name].pipeline(region, endpoint).store, region, environ=env)
     assert client.meta.endpoint_url == expected
     assert client.meta.config.s3["addressing_style"] == "virtual", "OSS refuses path-style requests"
     assert client._request_signer._credentials.access_key == "ak"
