@@ -8,9 +8,9 @@ one's mark in the bucket (fleet/node_marks.py) and, for a running node without o
 roll: `pulumi up` on everything but the fixed workers, then each fixed worker by its own targeted `pulumi up` (its
 user-data's replace rule fires there), waiting until the new node's mark says it passed its gate before the next
 goes: a code change reaches Alibaba's and Tencent's fixed workers one at a time (plan/rollout.py FLEET_ROLL). Then
-each Alibaba ESS group, whose configuration that `pulumi up` changed in place: its members launched from older
-settings are reported unhealthy one at a time (fleet/ess_groups.py), and the next goes once the successor ESS launched
-passed its gate (plan/rollout.py GROUP_ROLL, plan/group_roll.py).
+each Alibaba ESS group, whose configuration that `pulumi up` changed in place: for each member launched from older
+settings, one at a time, the group grows by one, launches its successor, and the old member is removed once the
+successor passed its gate (fleet/ess_groups.py; plan/rollout.py GROUP_ROLL, plan/group_roll.py).
 
 On the local cluster heal boots a worker whose machine ended anew (the running `fleet up` does, as for `fleet drill
 rejoin`); the head, which holds the job, is not replaced; `fleet up` again rolls local nodes, so roll refuses it.
@@ -34,7 +34,7 @@ from fleet.node_marks import UnmarkedRecords, marks_reader, s3_client
 from fleet.stack_nodes import Pulumi, PulumiFailed, node_resources, nodes_seen, stack_output
 from fleet.stacks import resolve, spec_and_plan
 from here.local.errors import EXIT_FAILED, EXIT_USAGE
-from plan.group_roll import SERVING, rolls_groups, stale, successor, successors
+from plan.group_roll import SERVING, rolls_groups, settled, stale, successor, successors, surge
 from plan.heal import NodeSeen, awaiting_mark, decide_heal, node_marks, roll_order, unmarked_records
 from plan.lifecycle import MARK_DEADLINE_S
 from plan.software import FAILURE_BUDGET, PERMANENT_FAILURES
@@ -178,23 +178,32 @@ def run_roll(args) -> int:
 
 
 def _roll_groups(plan, deployment: dict, timeout: int) -> bool:
-    """Each ESS group's members launched from older settings, one at a time, the longest-serving first: reported
-    unhealthy, ESS removes it and launches its successor from the current configuration; the next goes once a
-    successor is in service. False (said) where a successor failed or the time ran out."""
+    """Each ESS group's members launched from older settings, one at a time, the longest-serving first: the group
+    grows by one and launches the successor from its current configuration, and once that one is in service the old
+    member is removed with the expected number lowered (plan/group_roll.py). False (said) where a successor failed or
+    the time ran out: the group is put back at the stack's size and the old member stays in the job."""
     held = groups_in(deployment)
     if not held:
         return True
     groups, mark_of = ess_groups(plan.region), _reader(plan, deployment)
-    for name, group_id, user_data in held:
-        old = stale(groups.members(group_id), user_data)
+    for group in held:
+        old = stale(groups.members(group.group_id), group.user_data)
         for index, member in enumerate(old, 1):
-            before = {m.instance_id: m.state for m in groups.members(group_id)}
+            before = {m.instance_id: m.state for m in groups.members(group.group_id)}
             if before.get(member.instance_id) != SERVING:
                 continue  # it left the group, or is leaving, since
-            print(f"rolling {member.instance_id} of {name} ({index} of {len(old)})")
-            groups.take_out(member.instance_id)
-            look = partial(_successor_marks, groups, group_id, tuple(before), mark_of)
-            if not _in_service(look, f"{member.instance_id}'s successor in {name}", timeout):
+            print(f"rolling {member.instance_id} of {group.name} ({index} of {len(old)})")
+            groups.resize(group.group_id, surge(group))
+            look = partial(_successor_marks, groups, group.group_id, tuple(before), mark_of)
+            passed = _in_service(look, f"{member.instance_id}'s successor in {group.name}", timeout)
+            if passed:
+                groups.remove(group.group_id, member.instance_id)
+            # Back at the stack's size: after a removal only the maximum changes; after a failure ESS removes the
+            # surplus instance by the group's removal policy, NewestInstance first: the successor.
+            groups.resize(group.group_id, settled(group))
+            if not passed:
+                print(f"fleet: {group.name} is back at {group.desired} instances (ESS removes the surplus one, the "
+                      f"newest); {member.instance_id} stays in the job", file=sys.stderr)
                 return False
     return True
 

@@ -25,9 +25,9 @@ ROLL, HOLD = "roll", "hold"
 # in service (its in-service mark, plan/heal.py) before the next goes; a plain `pulumi up` would replace them together.
 FLEET_ROLL = "fleet-roll"
 # A group whose launch settings `pulumi up` changes in place, which reach only the instances it launches next (Alibaba
-# ESS: docs/cloud-facts.md#rollout-alibaba): `fleet roll` reports its members launched from older settings unhealthy
-# REFRESH_BATCH at a time, the group launches each one's successor from the new settings, keeping its size, and the
-# next goes once the successor is in service (its mark, plan/group_roll.py).
+# ESS: docs/cloud-facts.md#rollout-alibaba): for its members launched from older settings, REFRESH_BATCH at a time,
+# `fleet roll` grows the group by one so that it launches a successor from the new settings, and removes the old
+# member once the successor is in service (its mark, plan/group_roll.py), the group back at its size.
 GROUP_ROLL = "group-roll"
 # The tag a group's launch settings carry, which every instance it launches keeps: the hash of the user-data it was
 # launched with, so `fleet roll` tells the members launched from older settings (plan/group_roll.py).
@@ -73,8 +73,8 @@ class RolloutPlan:
                     "mark); a plain `pulumi up` would replace them together")
         if self.mechanism == GROUP_ROLL:
             return (f"{what}: `pulumi up` changes the group's configuration in place, then `fleet roll` replaces "
-                    f"them {REFRESH_BATCH} at a time while the job goes on: the group launches each successor from "
-                    "the new configuration, keeping its size; each checkpoints on its shutdown, and the next goes "
+                    f"them {REFRESH_BATCH} at a time while the job goes on: the group grows by one to launch each "
+                    "successor from the new configuration, and the old node goes (checkpointing on its shutdown) "
                     "once the successor passed its gate (its in-service mark)")
         order = ("deleted, then created anew (it holds the fixed address); the job stops with a checkpoint and "
                  "resumes on the new head" if self.delete_first else

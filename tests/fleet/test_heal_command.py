@@ -16,6 +16,7 @@ from moto import mock_aws
 from clouds import CLOUDS
 from fleet import heal_command
 from fleet.cli import main
+from fleet.ess_groups import EssFailed
 from fleet.node_marks import marks_reader, s3_client
 from plan.group_roll import Member
 from plan.lifecycle import MARK_DEADLINE_S
@@ -206,16 +207,17 @@ def test_a_stack_whose_groups_refresh_themselves_rolls_in_one_up(cloud, monkeypa
 GROUP_ID, NEW_TAG, OLD_TAG = "asg-workers", "f516eea413a284a3", "0c1d2e3f40516273"
 
 
-def ess_state(user_data: str = NEW_TAG) -> dict:
-    """ali-spot's deployment after its `pulumi up`: the group, its configuration (changed in place: its user-data tag
-    is the new one) and the stack's outputs."""
+def ess_state(user_data: str = NEW_TAG, desired: int = 3, max_size: int = 5) -> dict:
+    """ali-spot's deployment after its `pulumi up`: the group with the size the stack gives it (ali-spot's workers: 3
+    expected, at most 5), its configuration (changed in place: its user-data tag is the new one) and the stack's
+    outputs."""
     stack = "ali-spot"
     return {"resources": [
         {"urn": f"urn:pulumi:{stack}::gpufleet::pulumi:pulumi:Stack::gpufleet-{stack}", "type": "pulumi:pulumi:Stack",
          "outputs": {"checkpointUri": CHECKPOINTS}},
         {"urn": f"urn:pulumi:{stack}::gpufleet::gpufleet:alicloud:Workers$alicloud:ess/scalingGroup:ScalingGroup::"
                 f"{stack}-workers", "type": "alicloud:ess/scalingGroup:ScalingGroup", "id": GROUP_ID,
-         "inputs": {"desiredCapacity": 3}},
+         "inputs": {"minSize": 1, "desiredCapacity": desired, "maxSize": max_size}},
         {"urn": f"urn:pulumi:{stack}::gpufleet::gpufleet:alicloud:Workers$alicloud:ess/scalingConfiguration:"
                 f"ScalingConfiguration::{stack}-worker-config", "type": "alicloud:ess/scalingConfiguration:"
          "ScalingConfiguration", "id": "asc-1",
@@ -224,32 +226,64 @@ def ess_state(user_data: str = NEW_TAG) -> dict:
 
 
 class FakeEss:
-    """ESS as the roll sees it: a member reported unhealthy leaves the group and ESS launches its successor from the
-    current configuration (tagged NEW_TAG), which writes `successor_mark` in the bucket (None: it writes none)."""
+    """ESS as its API documents it (docs/cloud-facts.md#rollout-alibaba), for a group whose members are `members`:
+    it keeps the expected number of instances (ModifyScalingGroup DesiredCapacity), launching from the current
+    configuration (tagged NEW_TAG; each launched instance writes `successor_mark` in the bucket, None: none) or
+    removing the surplus by the group's removal policy, NewestInstance first; it takes MaxSize >= DesiredCapacity >=
+    MinSize only; RemoveInstances fails below MinSize and lowers the expected number (DecreaseDesiredCapacity). An
+    instance reported unhealthy is removed, and nothing says ESS launches one in its place, so this one does not."""
 
-    def __init__(self, s3, members: list[Member], successor_mark: str | None = "in-service") -> None:
-        self.s3, self.held, self.successor_mark, self.taken = s3, list(members), successor_mark, []
+    def __init__(self, s3, members: list[Member], successor_mark: str | None = "in-service", desired: int = 3,
+                 max_size: int = 5, min_size: int = 1) -> None:
+        self.s3, self.held, self.successor_mark = s3, list(members), successor_mark
+        self.desired, self.max_size, self.min_size = desired, max_size, min_size
+        self.sizes: list[tuple[int, int]] = []
+        self.removed: list[str] = []
+        self.launched = 0
 
     def members(self, group_id: str) -> list[Member]:
         assert group_id == GROUP_ID
         return list(self.held)
 
-    def take_out(self, instance_id: str) -> None:
-        self.taken.append(instance_id)
+    def resize(self, group_id: str, size) -> None:
+        assert group_id == GROUP_ID and size.max_size >= size.desired >= self.min_size, size
+        self.sizes.append((size.desired, size.max_size))
+        self.desired, self.max_size = size.desired, size.max_size
+        self._keep_expected()
+
+    def remove(self, group_id: str, instance_id: str) -> None:
+        if len(self.held) - 1 < self.min_size:
+            raise EssFailed("ESS RemoveInstances failed: below MinSize")
         self.held = [m for m in self.held if m.instance_id != instance_id]
-        self.held.append(Member(f"{instance_id}-next", "Pending", "2026-12-03T12:00:00Z", NEW_TAG))
-        if self.successor_mark:
-            self.s3.put_object(Bucket=BUCKET, Key=f"c/nodes/{instance_id}-next", Body=self.successor_mark.encode())
+        self.removed.append(instance_id)
+        self.desired -= 1
+
+    def take_out(self, instance_id: str) -> None:
+        self.held = [m for m in self.held if m.instance_id != instance_id]
+
+    def _keep_expected(self) -> None:
+        while len(self.held) < self.desired:
+            self.launched += 1
+            launched = Member(f"i-new{self.launched}", "Pending", f"2026-12-09T09:00:0{self.launched}Z", NEW_TAG)
+            self.held.append(launched)
+            if self.successor_mark:
+                self.s3.put_object(Bucket=BUCKET, Key=f"c/nodes/{launched.instance_id}",
+                                   Body=self.successor_mark.encode())
+        while len(self.held) > self.desired:
+            newest = max(self.held, key=lambda m: m.added)
+            self.held.remove(newest)
+            self.removed.append(newest.instance_id)
 
 
 @pytest.fixture
 def ess(cloud, monkeypatch):
-    """members, successor_mark -> (the fake ESS, the pulumi calls); the stack's state is ess_state()."""
+    """members, successor_mark, desired, max_size -> (the fake ESS, the pulumi calls); the stack's state is
+    ess_state() with that size."""
 
-    def setup(members: list[Member], successor_mark: str | None = "in-service"):
-        calls = cloud([ess_state()], {})
+    def setup(members: list[Member], successor_mark: str | None = "in-service", desired: int = 3, max_size: int = 5):
+        calls = cloud([ess_state(desired=desired, max_size=max_size)], {})
         s3 = heal_command.s3_client("alicloud", "ap-southeast-1")
-        fake = FakeEss(s3, members, successor_mark)
+        fake = FakeEss(s3, members, successor_mark, desired, max_size)
         monkeypatch.setattr(heal_command, "ess_groups", lambda region: fake)
         return fake, calls
 
@@ -261,32 +295,46 @@ def test_roll_has_ess_replace_the_members_launched_from_older_settings_one_at_a_
                Member("i-a", "InService", "2026-12-01T09:00:00Z", None),
                Member("i-c", "InService", "2026-12-03T09:00:00Z", NEW_TAG)]
     fake, calls = ess(members)
-    assert main(["roll", "--stack", "ali-spot"]) == 0, capsys.readouterr().err
+    assert main(["roll", "--stack", "ali-spot", "--timeout", "5"]) == 0, capsys.readouterr().err
     assert ups(calls) == [[]], "one plain `pulumi up` changes the configuration in place"
-    assert fake.taken == ["i-a", "i-b"], "the longest-serving first; the one launched from the new settings stays"
+    assert fake.removed == ["i-a", "i-b"], "the longest-serving first; the one launched from the new settings stays"
+    # Each time: one more expected (a successor launched from the current configuration), then the stack's size.
+    assert fake.sizes == [(4, 5), (3, 5), (4, 5), (3, 5)]
+    assert sorted(m.instance_id for m in fake.held) == ["i-c", "i-new1", "i-new2"] and fake.desired == 3
     out = capsys.readouterr().out
-    assert "i-a's successor in ali-spot-workers (i-a-next) is in service" in out and "(2 of 2)" in out
+    assert "i-a's successor in ali-spot-workers (i-new1) is in service" in out and "(2 of 2)" in out
+
+
+def test_a_group_at_its_maximum_grows_past_it_for_the_roll_and_goes_back(ess, capsys):
+    members = [Member(f"i-{n}", "InService", f"2026-12-0{n}T09:00:00Z", OLD_TAG) for n in (1, 2)]
+    fake, _ = ess(members, desired=2, max_size=2)
+    assert main(["roll", "--stack", "ali-spot", "--timeout", "5"]) == 0, capsys.readouterr().err
+    assert fake.sizes == [(3, 3), (2, 2), (3, 3), (2, 2)] and fake.removed == ["i-1", "i-2"]
 
 
 def test_roll_stops_at_a_successor_that_failed_its_gate(ess, capsys):
-    members = [Member(f"i-{n}", "InService", f"2026-12-0{n}T09:00:00Z", OLD_TAG) for n in (1, 2)]
+    members = [Member(f"i-{n}", "InService", f"2026-12-0{n}T09:00:00Z", OLD_TAG) for n in (1, 2, 3)]
     fake, _ = ess(members, successor_mark="failed:gpus:7/8")
-    assert main(["roll", "--stack", "ali-spot"]) == 1
-    assert fake.taken == ["i-1"], "the second member stays in the job"
-    assert "(i-1-next) failed its gate (failed:gpus:7/8)" in capsys.readouterr().err
+    assert main(["roll", "--stack", "ali-spot", "--timeout", "5"]) == 1
+    assert fake.removed == ["i-new1"], "the failed successor goes (the newest), every old member stays in the job"
+    assert fake.held == members and fake.sizes == [(4, 5), (3, 5)]
+    err = capsys.readouterr().err
+    assert "(i-new1) failed its gate (failed:gpus:7/8)" in err and "i-1 stays in the job" in err
 
 
 def test_roll_stops_when_no_successor_passes_its_gate_in_time(ess, capsys):
-    fake, _ = ess([Member(f"i-{n}", "InService", f"2026-12-0{n}T09:00:00Z", OLD_TAG) for n in (1, 2)], None)
+    members = [Member(f"i-{n}", "InService", f"2026-12-0{n}T09:00:00Z", OLD_TAG) for n in (1, 2, 3)]
+    fake, _ = ess(members, None)
     assert main(["roll", "--stack", "ali-spot", "--timeout", "0"]) == 1
-    assert fake.taken == ["i-1"]
+    assert fake.held == members and fake.sizes == [(4, 5), (3, 5)]
     assert "i-1's successor in ali-spot-workers did not pass its gate within 0 s" in capsys.readouterr().err
 
 
 def test_a_group_rolled_already_is_left_alone(ess):
-    fake, _ = ess([Member("i-c", "InService", "2026-12-03T09:00:00Z", NEW_TAG)])
+    members = [Member("i-c", "InService", "2026-12-03T09:00:00Z", NEW_TAG)]
+    fake, _ = ess(members, desired=1)
     assert main(["roll", "--stack", "ali-spot"]) == 0
-    assert fake.taken == []
+    assert fake.sizes == [] and fake.held == members
 
 
 def test_heal_of_a_stack_without_node_instances_touches_nothing(cloud, capsys):
