@@ -28,12 +28,15 @@ from datetime import UTC, datetime
 from functools import partial
 
 from clouds import CLOUDS
+from fleet import as_groups
+from fleet.as_groups import AsFailed, Refreshes, RefreshRecords, TencentRefreshes, refresh_records
 from fleet.cli import add_stack_args
 from fleet.ess_groups import AlibabaGroups, EssFailed, Groups, groups_in
 from fleet.node_marks import UnmarkedRecords, marks_reader, s3_client
 from fleet.stack_nodes import Pulumi, PulumiFailed, node_resources, nodes_seen, stack_output
 from fleet.stacks import resolve, spec_and_plan
 from here.local.errors import EXIT_FAILED, EXIT_USAGE
+from plan.group_refresh import PAUSED, RUNNING, SUCCESSFUL, refreshed_to, refreshes_groups
 from plan.group_roll import SERVING, rolls_groups, settled, stale, successor, successors, surge
 from plan.heal import NodeSeen, awaiting_mark, decide_heal, node_marks, roll_order, unmarked_records
 from plan.lifecycle import MARK_DEADLINE_S
@@ -45,6 +48,11 @@ POLL_S = 30
 def ess_groups(region: str) -> Groups:
     """The ESS calls of a roll (a stand-in in tests)."""
     return AlibabaGroups(region)
+
+
+def as_refreshes(region: str) -> Refreshes:
+    """The AS calls of a roll's group refreshes (a stand-in in tests)."""
+    return TencentRefreshes(region)
 
 
 def register(subparsers) -> None:
@@ -157,7 +165,7 @@ def run_roll(args) -> int:
         return EXIT_USAGE
     pulumi, spec, plan, _ = found
     try:
-        deployment = pulumi.export()
+        deployment = before = pulumi.export()
         nodes = nodes_seen(node_resources(deployment, spec.cloud), deployment, spec.cloud, lambda _: None)
         workers = roll_order(plan.rollout, nodes)
         pulumi.up(exclude=[w.resource for w in workers])
@@ -171,7 +179,9 @@ def run_roll(args) -> int:
                 return EXIT_FAILED
         if rolls_groups(plan.rollout) and not _roll_groups(plan, pulumi.export(), args.timeout):
             return EXIT_FAILED
-    except (PulumiFailed, EssFailed) as error:
+        if refreshes_groups(plan.rollout) and not _refresh_groups(plan, before, pulumi.export(), args.timeout):
+            return EXIT_FAILED
+    except (PulumiFailed, EssFailed, AsFailed) as error:
         print(f"fleet: {error}", file=sys.stderr)
         return EXIT_FAILED
     return 0
@@ -205,6 +215,48 @@ def _roll_groups(plan, deployment: dict, timeout: int) -> bool:
                 print(f"fleet: {group.name} is back at {group.desired} instances (ESS removes the surplus one, the "
                       f"newest); {member.instance_id} stays in the job", file=sys.stderr)
                 return False
+    return True
+
+
+def _refresh_groups(plan, before: dict, after: dict, timeout: int) -> bool:
+    """Each AS group whose members run older launch settings than its configuration now holds (plan/group_refresh.py:
+    never one this roll's `pulumi up` made), refreshed by AS, one member at a time, after the up; the record of what
+    it was refreshed to moves only when the refresh succeeded. False (said) where a refresh ended otherwise or ran
+    past the timeout; a held refresh is cancelled first, so the group is never left disabled."""
+    held, had = as_groups.groups_in(after), as_groups.groups_in(before)
+    if not held:
+        return True
+    records = RefreshRecords(s3_client(plan.pipeline.store, plan.region),
+                             refresh_records(stack_output(after, "checkpointUri")))
+    refreshes = as_refreshes(plan.region)
+    for group in held.values():
+        recorded = records.read(group.group_id)
+        previous = had[group.group_id].user_data if group.group_id in had else None
+        members_run = refreshed_to(recorded, previous, group.user_data)
+        if recorded is None:  # first seen: what its members run now, kept until a refresh succeeds
+            records.write(group.group_id, members_run)
+        if members_run == group.user_data:
+            continue
+        print(f"refreshing {group.name}: its members run older launch settings; AS reinstalls them one at a time")
+        activity = refreshes.start(group.group_id)
+        deadline = time.monotonic() + timeout
+        while (status := refreshes.status(activity)) in RUNNING and time.monotonic() <= deadline:
+            time.sleep(POLL_S)
+        if status == SUCCESSFUL:
+            records.write(group.group_id, group.user_data)
+            print(f"{group.name} refreshed ({activity})")
+            continue
+        if status in RUNNING:
+            print(f"fleet: {group.name}'s refresh {activity} did not end within {timeout} s; it goes on (AS keeps the "
+                  "group disabled until it ends): `fleet roll` again once it ended", file=sys.stderr)
+            return False
+        if status in PAUSED:
+            refreshes.cancel(group.group_id, activity)
+        print(f"fleet: {group.name}'s refresh {activity} ended {status}{' (cancelled)' * (status in PAUSED)}: the "
+              "group is enabled again and members not reinstalled keep the older settings; a member whose reinstall "
+              "failed stays in standby (the AS console's refresh activity names it): remove it from the group, then "
+              "`fleet roll` again refreshes the rest", file=sys.stderr)
+        return False
     return True
 
 

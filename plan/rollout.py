@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 # The mechanisms. REPLACE: `pulumi up` replaces the instance (the provider's replace-on-user-data rule or Pulumi's
 # replaceOnChanges). REFRESH: the group's own rolling instance refresh, started by the new launch settings.
-# RESET_REFRESH: the group's refresh reinstalls each node in place from the new launch settings (same instance id,
-# fresh system disk, so cloud-init runs as on a first boot).
+# RESET_REFRESH: `fleet roll` has the group's refresh reinstall each node in place from the new launch settings (same
+# instance id, fresh system disk, so cloud-init runs as on a first boot), after `pulumi up` changed them
+# (plan/group_refresh.py).
 REPLACE, REFRESH, RESET_REFRESH = "replace", "refresh", "reset-refresh"
 # The local cluster (here/local/rollout.py). ROLL: `fleet up` run again takes the workers out of the running job
 # REFRESH_BATCH at a time (each checkpoints on its leave notice), boots each anew from the new user-data and waits
@@ -59,8 +60,9 @@ class RolloutPlan:
             return (f"{what}: the group's instance refresh replaces them, keeping {self.min_healthy_percent}% in "
                     "service; each checkpoints at its termination hook before it goes")
         if self.mechanism == RESET_REFRESH:
-            return (f"{what}: the group's instance refresh reinstalls them {REFRESH_BATCH} at a time from the new "
-                    "launch configuration; each checkpoints on its shutdown before it goes")
+            return (f"{what}: `pulumi up` changes the launch configuration in place, then `fleet roll` has the "
+                    f"group's instance refresh reinstall them {REFRESH_BATCH} at a time from it; each checkpoints on "
+                    "its shutdown before it goes; a plain `pulumi up` leaves them on their old settings")
         if self.mechanism == ROLL:
             return (f"{what}: `fleet up` rolls them {REFRESH_BATCH} at a time while the job goes on: each "
                     "checkpoints on its leave notice, boots anew with the new bundle and rejoins before the next goes")

@@ -197,11 +197,81 @@ def test_roll_stops_when_a_worker_never_passes_its_gate(cloud, capsys):
     assert len(ups(calls)) == 2 and "did not pass its gate within 0 s" in capsys.readouterr().err
 
 
-def test_a_stack_whose_groups_refresh_themselves_rolls_in_one_up(cloud, monkeypatch):
-    monkeypatch.setattr(heal_command, "ess_groups", lambda _: pytest.fail("no ESS call on Tencent"))
-    calls = cloud([{"resources": []}], {})
+def tencent_state(user_data: dict[str, str]) -> dict:
+    """tencent-spot's deployment: the stack's outputs and each AS group (id -> its launch configuration's userData)."""
+    stack = "tencent-spot"
+    resources = [{"urn": f"urn:pulumi:{stack}::gpufleet::pulumi:pulumi:Stack::gpufleet-{stack}",
+                  "type": "pulumi:pulumi:Stack", "outputs": {"checkpointUri": CHECKPOINTS}}]
+    for group_id, data in user_data.items():
+        resources += [
+            {"urn": f"urn:pulumi:{stack}::gpufleet::tencentcloud:As/scalingConfig:ScalingConfig::{group_id}-config",
+             "type": "tencentcloud:As/scalingConfig:ScalingConfig", "id": f"{group_id}-lc", "inputs": {"userData": data}},
+            {"urn": f"urn:pulumi:{stack}::gpufleet::tencentcloud:As/scalingGroup:ScalingGroup::{group_id}",
+             "type": "tencentcloud:As/scalingGroup:ScalingGroup", "id": group_id,
+             "inputs": {"configurationId": f"{group_id}-lc"}}]
+    return {"resources": resources}
+
+
+class FakeRefreshes:
+    """AS's refresh activities as the API documents them: StartInstanceRefresh answers an activity id, and
+    DescribeRefreshActivities its status, here `statuses` in turn (the last one stays)."""
+
+    def __init__(self, statuses: list[str]) -> None:
+        self.statuses, self.started, self.cancelled = statuses, [], []
+
+    def start(self, group_id: str) -> str:
+        self.started.append(group_id)
+        return f"asr-{len(self.started)}"
+
+    def status(self, activity_id: str) -> str:
+        return self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
+
+    def cancel(self, group_id: str, activity_id: str) -> None:
+        self.cancelled.append((group_id, activity_id))
+
+
+@pytest.fixture
+def refresh(cloud, monkeypatch):
+    """(state before the up, state after it, statuses) -> (the fake AS, the pulumi calls)."""
+
+    def setup(before: dict, after: dict, statuses: list[str]):
+        monkeypatch.setattr(heal_command, "ess_groups", lambda _: pytest.fail("no ESS call on Tencent"))
+        calls = cloud([before, after], {})
+        fake = FakeRefreshes(statuses)
+        monkeypatch.setattr(heal_command, "as_refreshes", lambda region: fake)
+        return fake, calls
+
+    return setup
+
+
+def test_a_groups_first_up_starts_no_refresh(refresh):
+    """Both groups are new with this `pulumi up`: their members launch from the current settings."""
+    fake, calls = refresh({"resources": []}, tencent_state({"asg-od": "B", "asg-spot": "B"}), ["SUCCESSFUL"])
     assert main(["roll", "--stack", "tencent-spot"]) == 0
-    assert ups(calls) == [[]], "a plain `pulumi up`: the groups' instance refreshes roll their own workers"
+    assert ups(calls) == [[]] and fake.started == []
+
+
+def test_a_user_data_change_refreshes_each_group_once_and_only_then(refresh, capsys):
+    fake, _ = refresh(tencent_state({"asg-od": "A", "asg-spot": "A"}), tencent_state({"asg-od": "B", "asg-spot": "B"}),
+                      ["RUNNING", "SUCCESSFUL"])
+    assert main(["roll", "--stack", "tencent-spot"]) == 0, capsys.readouterr().err
+    assert fake.started == ["asg-od", "asg-spot"]
+    # The next roll with nothing changed: the record says the members run the current settings.
+    fake, _ = refresh(tencent_state({"asg-od": "B", "asg-spot": "B"}), tencent_state({"asg-od": "B", "asg-spot": "B"}),
+                      ["SUCCESSFUL"])
+    assert main(["roll", "--stack", "tencent-spot"]) == 0 and fake.started == []
+
+
+def test_a_refresh_that_pauses_is_cancelled_and_the_next_roll_refreshes_again(refresh, capsys):
+    """A failed batch (FAILED_PAUSE, where AUTO_CANCEL did not end it) keeps AS's group disabled: the roll cancels it,
+    says what to do and exits 1; the record did not move, so the next roll starts the refresh again."""
+    fake, _ = refresh(tencent_state({"asg-od": "A"}), tencent_state({"asg-od": "B"}), ["RUNNING", "FAILED_PAUSE"])
+    assert main(["roll", "--stack", "tencent-spot"]) == 1
+    assert fake.started == ["asg-od"] and fake.cancelled == [("asg-od", "asr-1")]
+    err = capsys.readouterr().err
+    assert "refresh asr-1 ended FAILED_PAUSE (cancelled)" in err and "`fleet roll` again" in err
+    fake, _ = refresh(tencent_state({"asg-od": "B"}), tencent_state({"asg-od": "B"}), ["SUCCESSFUL"])
+    assert main(["roll", "--stack", "tencent-spot"]) == 0 and fake.started == ["asg-od"]
 
 
 GROUP_ID, NEW_TAG, OLD_TAG = "asg-workers", "f516eea413a284a3", "0c1d2e3f40516273"
