@@ -205,7 +205,8 @@ def tencent_state(user_data: dict[str, str]) -> dict:
     for group_id, data in user_data.items():
         resources += [
             {"urn": f"urn:pulumi:{stack}::gpufleet::tencentcloud:As/scalingConfig:ScalingConfig::{group_id}-config",
-             "type": "tencentcloud:As/scalingConfig:ScalingConfig", "id": f"{group_id}-lc", "inputs": {"userData": data}},
+             "type": "tencentcloud:As/scalingConfig:ScalingConfig", "id": f"{group_id}-lc",
+             "inputs": {"userData": data}},
             {"urn": f"urn:pulumi:{stack}::gpufleet::tencentcloud:As/scalingGroup:ScalingGroup::{group_id}",
              "type": "tencentcloud:As/scalingGroup:ScalingGroup", "id": group_id,
              "inputs": {"configurationId": f"{group_id}-lc"}}]
