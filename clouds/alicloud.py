@@ -20,25 +20,28 @@ from plan.limits import ON_CLOUDS, CloudLimits, TagRules
 from plan.model import (
     HEAD,
     INSTANCES,
+    REGION_RUNNER,
     ROLES,
     SCALING_GROUP,
     WORKER,
     CodeUpload,
     MarketPlan,
+    PipelinePlan,
     PlacementPlan,
     ScalingPlan,
+    StoreApi,
 )
 from plan.node import Mirrors
 from plan.permissions import ANY, OWN_GROUPS, OWN_INSTANCES, api_call, store_calls
 from plan.placement import PlacementAsk
 from plan.profile import (
+    ANYWHERE,
     CAPACITY_BLOCK,
     GPU_UTIL_SCALING,
     WARM_POOL,
     AutoImage,
     CloudProfile,
     ImageQuery,
-    StoreApi,
     default_endpoint,
     no_mirrors,
 )
@@ -81,13 +84,27 @@ def in_mainland(region: str) -> bool:
     return region.startswith("cn-") and region != "cn-hongkong"
 
 
-def code_upload(region: str, bucket: str, domain: str | None) -> CodeUpload | str:
+# Where a mainland stack's pipeline reaches OSS (storage.endpoint): the region's internal endpoint, from inside its
+# network, whatever the account; or the public one, which takes data calls only from accounts that activated OSS
+# before 2025-03-20 (docs/cloud-facts.md#alibaba-oss-public-endpoint).
+INTERNAL, PUBLIC = "internal", "public"
+PIPELINE_KEY = ("ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY", "ALICLOUD_SECURITY_TOKEN")
+
+
+def _endpoint(region: str, endpoint: str | None) -> str:
+    """The endpoint the pipeline's data calls go through: the stack's choice; in the mainland the internal one by
+    default, which serves every account; elsewhere the public one."""
+    return endpoint or (INTERNAL if in_mainland(region) else PUBLIC)
+
+
+def code_upload(region: str, bucket: str, domain: str | None, endpoint: str | None) -> CodeUpload | str:
     """An account that activated OSS on or after 2025-03-20 makes no data call (the bundle's upload) on a mainland
     bucket through OSS's default public endpoint (docs/cloud-facts.md#alibaba-oss-public-endpoint). There the upload
-    goes through the stack's custom domain, bound to the bucket, or else through the region's internal endpoint,
-    which answers only inside Alibaba Cloud's network; nodes read the bundle through the internal S3 endpoint."""
+    goes through the stack's custom domain, bound to the bucket, or else through the endpoint the pipeline uses:
+    the region's internal one, which answers only inside Alibaba Cloud's network, or the public one for an account
+    that activated OSS before that day. Nodes read the bundle through the internal S3 endpoint."""
     if not in_mainland(region):
-        return default_endpoint(region, bucket, domain)
+        return default_endpoint(region, bucket, domain, endpoint)
     why = (f"accounts that activated OSS on or after 2025-03-20 may not write to a {region} bucket through OSS's "
            "public endpoint")
     if domain:
@@ -98,19 +115,30 @@ def code_upload(region: str, bucket: str, domain: str | None) -> CodeUpload | st
             "may first ask for a `_dnsauth` TXT record proving the domain is yours) and stops at the bundle until "
             f"the binding has an HTTPS certificate for {bound} (OSS console, the bucket's domain names); then run "
             "`pulumi up` again."))
+    if _endpoint(region, endpoint) == PUBLIC:
+        return CodeUpload()
     internal = f"oss-{region}-internal.aliyuncs.com"
     return CodeUpload(endpoint=internal, needs=(
         f"the code bundle is written through OSS's internal endpoint {internal} ({why}), which answers only inside "
-        f"Alibaba Cloud's {region} network: run `pulumi up` on an ECS instance in {region}, or set "
-        "storage.bundleDomain to a domain with an ICP filing to write it through that domain from anywhere."))
+        f"Alibaba Cloud's {region} network: run `pulumi up` on an ECS instance in {region}, set storage.endpoint: "
+        "public if the account activated OSS before 2025-03-20, or set storage.bundleDomain to a domain with an "
+        "ICP filing to write it through that domain from anywhere."))
 
 
-def store_api(region: str) -> StoreApi:
-    """OSS's S3 API (docs/cloud-facts.md#oss-s3-api) with the stack's key; for a mainland bucket, the internal endpoint,
-    where the bundle's upload goes too (code_upload; docs/cloud-facts.md#heal-marks)."""
-    internal = "-internal" if in_mainland(region) else ""
-    return StoreApi(f"https://s3.oss-{region}{internal}.aliyuncs.com",
-                    ("ALICLOUD_ACCESS_KEY", "ALICLOUD_SECRET_KEY", "ALICLOUD_SECURITY_TOKEN"))
+def pipeline(region: str, endpoint: str | None) -> PipelinePlan | str:
+    """OSS's S3 API (docs/cloud-facts.md#oss-s3-api) with the stack's key, through the endpoint the stack's account
+    may use: for a mainland bucket the internal one by default, so the pipeline runs in the region, or the public
+    one where the account activated OSS before 2025-03-20 (docs/cloud-facts.md#heal-marks)."""
+    if not in_mainland(region):
+        return ANYWHERE if endpoint else PipelinePlan("", StoreApi(f"https://s3.oss-{region}.aliyuncs.com",
+                                                                    PIPELINE_KEY))
+    if _endpoint(region, endpoint) == PUBLIC:
+        return PipelinePlan("", StoreApi(f"https://s3.oss-{region}.aliyuncs.com", PIPELINE_KEY))
+    return PipelinePlan(region, StoreApi(f"https://s3.oss-{region}-internal.aliyuncs.com", PIPELINE_KEY), needs=(
+        f"`pulumi up`, `fleet roll`, `fleet heal` and the drift check reach the bucket through OSS's internal "
+        f"endpoints, which answer only inside Alibaba Cloud's {region} network: the deploy, heal and drift workflows "
+        f"run on a self-hosted runner labelled {REGION_RUNNER.format(region=region)} (an ECS instance in {region}); "
+        "storage.endpoint: public runs them on GitHub's runners where the account activated OSS before 2025-03-20."))
 
 
 def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
@@ -218,7 +246,7 @@ ALICLOUD = CloudProfile(
     # and the node installs the pinned driver stack.
     auto_image=AutoImage(lookup=ImageQuery(os="ubuntu", version="22.04")),
     code_upload=code_upload,
-    store_api=store_api,
+    pipeline=pipeline,
     placement=placement,
     worker_groups=worker_groups,
     # ECS instances are replaced when their user-data changes (Pulumi replaceOnChanges: the provider updates it in

@@ -141,11 +141,20 @@ def placement(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
 def bundle_domain(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
     """A custom domain for the bundle's upload only where the cloud's default endpoint refuses it (CodeUpload)."""
     domain = spec.storage.bundle_domain
-    upload = cloud.code_upload(spec.region, "", domain) if domain else None
+    upload = cloud.code_upload(spec.region, "", domain, spec.storage.endpoint) if domain else None
     if isinstance(upload, str):
         where = " ".join(filter(None, (cloud.title, spec.region)))
         yield Problem(_at("storage.bundleDomain"), f"{where} needs no domain for the code bundle: {upload}",
                       "remove storage.bundleDomain.")
+
+
+def storage_endpoint(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
+    """A choice of the store's endpoint only where the cloud's public one refuses some accounts (PipelinePlan)."""
+    place = cloud.pipeline(spec.region, spec.storage.endpoint) if spec.storage.endpoint else None
+    if isinstance(place, str):
+        where = " ".join(filter(None, (cloud.title, spec.region)))
+        yield Problem(_at("storage.endpoint"), f"{where} needs no choice of the store's endpoint: {place}",
+                      "remove storage.endpoint.")
 
 
 def unsupported(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
@@ -165,7 +174,7 @@ def unsupported(spec: ClusterSpec, cloud: CloudProfile) -> Iterable[Problem]:
 
 
 RULES: tuple[Rule, ...] = (instance_type, node_counts, market, fabric, autoscaling, job, job_as_read, spot_checkpoints,
-                           placement, bundle_domain, unsupported)
+                           placement, bundle_domain, storage_endpoint, unsupported)
 
 
 def problems_of(spec: ClusterSpec) -> list[Problem]:

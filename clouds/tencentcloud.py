@@ -26,14 +26,17 @@ from plan.model import (
     WORKER,
     FirewallRule,
     MarketPlan,
+    PipelinePlan,
     PlacementPlan,
     ScalingPlan,
+    StoreApi,
 )
 from plan.node import Mirrors
 from plan.permissions import ANY, OWN_GROUPS, api_call, store_calls
 from plan.placement import PlacementAsk
 from plan.prices import spot_ceiling
 from plan.profile import (
+    ANYWHERE,
     CAPACITY_BLOCK,
     GPU_UTIL_SCALING,
     RESERVATION,
@@ -41,7 +44,6 @@ from plan.profile import (
     AutoImage,
     CloudProfile,
     ImageQuery,
-    StoreApi,
 )
 from plan.rollout import FLEET_ROLL, REPLACE, RESET_REFRESH
 from plan.workers import per_market
@@ -121,10 +123,12 @@ def cos_bucket(name: str, digest: str, region: str, appid: str | None) -> str:
     return f"{name[:room].rstrip('-')}-{digest}-{appid}"
 
 
-def store_api(region: str) -> StoreApi:
-    """COS's S3 API with the stack's SecretId and SecretKey (docs/cloud-facts.md#tencent-cos, #heal-marks)."""
-    return StoreApi(f"https://cos.{region}.myqcloud.com",
-                    ("TENCENTCLOUD_SECRET_ID", "TENCENTCLOUD_SECRET_KEY", "TENCENTCLOUD_SESSION_TOKEN"))
+def pipeline(region: str, endpoint: str | None) -> PipelinePlan | str:
+    """Anywhere: COS's S3 API with the stack's SecretId and SecretKey (docs/cloud-facts.md#tencent-cos,
+    #heal-marks)."""
+    return ANYWHERE if endpoint else PipelinePlan("", StoreApi(
+        f"https://cos.{region}.myqcloud.com",
+        ("TENCENTCLOUD_SECRET_ID", "TENCENTCLOUD_SECRET_KEY", "TENCENTCLOUD_SESSION_TOKEN")))
 
 
 def placement(ask: PlacementAsk) -> tuple[PlacementPlan, ...] | str:
@@ -252,7 +256,7 @@ TENCENTCLOUD = CloudProfile(
     # and the node installs the pinned driver stack.
     auto_image=AutoImage(lookup=ImageQuery(os="ubuntu", version="22.04")),
     bucket_name=cos_bucket,
-    store_api=store_api,
+    pipeline=pipeline,
     bucket_account=bucket_appid,
     account_in_bucket=True,
     placement=placement,

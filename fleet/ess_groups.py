@@ -1,7 +1,8 @@
 """The ESS calls `fleet roll` makes on an Alibaba stack's worker groups (plan/group_roll.py decides), with the
 pipeline's own key (the environment variables the alicloud Pulumi provider reads): the group's members
-(DescribeScalingInstances), the user-data tag each instance carries (ECS DescribeInstances), and a member reported
-unhealthy, which ESS removes and replaces from the group's current configuration (SetInstanceHealth;
+(DescribeScalingInstances), the user-data tag each instance carries (ECS DescribeInstances), the group's expected and
+largest number of instances (ModifyScalingGroup: ESS launches from the current configuration to keep the expected
+number) and a member removed with the expected number lowered (RemoveInstances, DecreaseDesiredCapacity;
 docs/cloud-facts.md#rollout-alibaba). `Groups` is what the roll needs of them, so that tests hand it a stand-in."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from clouds.alicloud import ALICLOUD
-from plan.group_roll import Member
+from plan.group_roll import HeldGroup, Member, Size
 from plan.rollout import USER_DATA_TAG
 
 # The stack's resources that hold a group and its configuration (pulumi_alicloud's types).
@@ -29,15 +30,18 @@ class EssFailed(Exception):
 class Groups(Protocol):
     def members(self, group_id: str) -> list[Member]: ...
 
-    def take_out(self, instance_id: str) -> None: ...
+    def resize(self, group_id: str, size: Size) -> None: ...
+
+    def remove(self, group_id: str, instance_id: str) -> None: ...
 
 
-def groups_in(deployment: dict) -> list[tuple[str, str, str]]:
-    """Each scaling group the stack holds, as (its resource name, its id, the USER_DATA_TAG its configuration carries
-    now), in the state's order."""
+def groups_in(deployment: dict) -> list[HeldGroup]:
+    """Each scaling group the stack holds, with the USER_DATA_TAG its configuration carries now and the size the stack
+    gave it, in the state's order."""
     tag_of = {r.get("inputs", {}).get("scalingGroupId"): (r.get("inputs", {}).get("tags") or {}).get(USER_DATA_TAG)
               for r in deployment.get("resources", []) if r.get("type") == CONFIGURATION_TYPE and not r.get("delete")}
-    return [(r["urn"].rsplit("::", 1)[-1], r["id"], tag_of[r["id"]])
+    return [HeldGroup(r["urn"].rsplit("::", 1)[-1], r["id"], tag_of[r["id"]], int(r["inputs"]["desiredCapacity"]),
+                      int(r["inputs"]["maxSize"]))
             for r in deployment.get("resources", [])
             if r.get("type") == GROUP_TYPE and not r.get("delete") and tag_of.get(r.get("id"))]
 
@@ -89,11 +93,23 @@ class AlibabaGroups:
                         tags[instance.instance_id] = tag.tag_value
         return tags
 
-    def take_out(self, instance_id: str) -> None:
-        from alibabacloud_ess20220222.models import SetInstanceHealthRequest
+    def resize(self, group_id: str, size: Size) -> None:
+        """The group's expected and largest number of instances: ESS launches or removes members to keep the expected
+        one (ModifyScalingGroup DesiredCapacity, SDK `_modify_scaling_group_request.py`)."""
+        from alibabacloud_ess20220222.models import ModifyScalingGroupRequest
 
-        _call("ESS SetInstanceHealth", self.ess.set_instance_health,
-              SetInstanceHealthRequest(instance_id=instance_id, health_status="Unhealthy"))
+        _call("ESS ModifyScalingGroup", self.ess.modify_scaling_group,
+              ModifyScalingGroupRequest(scaling_group_id=group_id,
+                                        desired_capacity=size.desired, max_size=size.max_size))
+
+    def remove(self, group_id: str, instance_id: str) -> None:
+        """One member out of the group, the expected number lowered by one (DecreaseDesiredCapacity, so ESS launches
+        nothing in its place); ESS stops and releases an instance it created."""
+        from alibabacloud_ess20220222.models import RemoveInstancesRequest
+
+        _call("ESS RemoveInstances", self.ess.remove_instances,
+              RemoveInstancesRequest(region_id=self.region, scaling_group_id=group_id, instance_ids=[instance_id],
+                                     decrease_desired_capacity=True))
 
 
 def _call(name: str, method, request):

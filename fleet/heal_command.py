@@ -8,9 +8,9 @@ one's mark in the bucket (fleet/node_marks.py) and, for a running node without o
 roll: `pulumi up` on everything but the fixed workers, then each fixed worker by its own targeted `pulumi up` (its
 user-data's replace rule fires there), waiting until the new node's mark says it passed its gate before the next
 goes: a code change reaches Alibaba's and Tencent's fixed workers one at a time (plan/rollout.py FLEET_ROLL). Then
-each Alibaba ESS group, whose configuration that `pulumi up` changed in place: its members launched from older
-settings are reported unhealthy one at a time (fleet/ess_groups.py), and the next goes once the successor ESS launched
-passed its gate (plan/rollout.py GROUP_ROLL, plan/group_roll.py).
+each Alibaba ESS group, whose configuration that `pulumi up` changed in place: for each member launched from older
+settings, one at a time, the group grows by one, launches its successor, and the old member is removed once the
+successor passed its gate (fleet/ess_groups.py; plan/rollout.py GROUP_ROLL, plan/group_roll.py).
 
 On the local cluster heal boots a worker whose machine ended anew (the running `fleet up` does, as for `fleet drill
 rejoin`); the head, which holds the job, is not replaced; `fleet up` again rolls local nodes, so roll refuses it.
@@ -28,13 +28,16 @@ from datetime import UTC, datetime
 from functools import partial
 
 from clouds import CLOUDS
+from fleet import as_groups
+from fleet.as_groups import AsFailed, Refreshes, RefreshRecords, TencentRefreshes, refresh_records
 from fleet.cli import add_stack_args
 from fleet.ess_groups import AlibabaGroups, EssFailed, Groups, groups_in
 from fleet.node_marks import UnmarkedRecords, marks_reader, s3_client
 from fleet.stack_nodes import Pulumi, PulumiFailed, node_resources, nodes_seen, stack_output
 from fleet.stacks import resolve, spec_and_plan
 from here.local.errors import EXIT_FAILED, EXIT_USAGE
-from plan.group_roll import SERVING, rolls_groups, stale, successor, successors
+from plan.group_refresh import PAUSED, RUNNING, SUCCESSFUL, refreshed_to, refreshes_groups
+from plan.group_roll import SERVING, rolls_groups, settled, stale, successor, successors, surge
 from plan.heal import NodeSeen, awaiting_mark, decide_heal, node_marks, roll_order, unmarked_records
 from plan.lifecycle import MARK_DEADLINE_S
 from plan.software import FAILURE_BUDGET, PERMANENT_FAILURES
@@ -45,6 +48,11 @@ POLL_S = 30
 def ess_groups(region: str) -> Groups:
     """The ESS calls of a roll (a stand-in in tests)."""
     return AlibabaGroups(region)
+
+
+def as_refreshes(region: str) -> Refreshes:
+    """The AS calls of a roll's group refreshes (a stand-in in tests)."""
+    return TencentRefreshes(region)
 
 
 def register(subparsers) -> None:
@@ -69,8 +77,8 @@ def _stack(args, local_ok: bool = False):
     return Pulumi(args.stack or stack_file.name), spec, plan, cloud
 
 
-def _reader(spec, deployment):
-    return marks_reader(s3_client(spec.cloud, spec.region),
+def _reader(plan, deployment):
+    return marks_reader(s3_client(plan.pipeline.store, plan.region),
                         node_marks(stack_output(deployment, "checkpointUri")))
 
 
@@ -86,9 +94,9 @@ def run_heal(args) -> int:
             return 0
         pulumi.refresh(r["urn"] for r in before)
         after = pulumi.export()
-        records = UnmarkedRecords.at(s3_client(spec.cloud, spec.region),
+        records = UnmarkedRecords.at(s3_client(plan.pipeline.store, plan.region),
                                      unmarked_records(stack_output(after, "checkpointUri")))
-        seen = _timed(nodes_seen(before, after, spec.cloud, _reader(spec, after)), records, cloud.dead_states)
+        seen = _timed(nodes_seen(before, after, spec.cloud, _reader(plan, after)), records, cloud.dead_states)
         decision = decide_heal(plan.rollout, seen, cloud.dead_states, budget=FAILURE_BUDGET,
                                permanent=PERMANENT_FAILURES, deadline_s=MARK_DEADLINE_S)
         for how in decision.groups:
@@ -157,7 +165,7 @@ def run_roll(args) -> int:
         return EXIT_USAGE
     pulumi, spec, plan, _ = found
     try:
-        deployment = pulumi.export()
+        deployment = before = pulumi.export()
         nodes = nodes_seen(node_resources(deployment, spec.cloud), deployment, spec.cloud, lambda _: None)
         workers = roll_order(plan.rollout, nodes)
         pulumi.up(exclude=[w.resource for w in workers])
@@ -167,35 +175,88 @@ def run_roll(args) -> int:
             deployment = pulumi.export()
             instance_id = next(r["id"] for r in node_resources(deployment, spec.cloud)
                                if r["urn"] == worker.resource)
-            if not _in_service(partial(_marks, _reader(spec, deployment), (instance_id,)), worker.name, args.timeout):
+            if not _in_service(partial(_marks, _reader(plan, deployment), (instance_id,)), worker.name, args.timeout):
                 return EXIT_FAILED
-        if rolls_groups(plan.rollout) and not _roll_groups(spec, pulumi.export(), args.timeout):
+        if rolls_groups(plan.rollout) and not _roll_groups(plan, pulumi.export(), args.timeout):
             return EXIT_FAILED
-    except (PulumiFailed, EssFailed) as error:
+        if refreshes_groups(plan.rollout) and not _refresh_groups(plan, before, pulumi.export(), args.timeout):
+            return EXIT_FAILED
+    except (PulumiFailed, EssFailed, AsFailed) as error:
         print(f"fleet: {error}", file=sys.stderr)
         return EXIT_FAILED
     return 0
 
 
-def _roll_groups(spec, deployment: dict, timeout: int) -> bool:
-    """Each ESS group's members launched from older settings, one at a time, the longest-serving first: reported
-    unhealthy, ESS removes it and launches its successor from the current configuration; the next goes once a
-    successor is in service. False (said) where a successor failed or the time ran out."""
+def _roll_groups(plan, deployment: dict, timeout: int) -> bool:
+    """Each ESS group's members launched from older settings, one at a time, the longest-serving first: the group
+    grows by one and launches the successor from its current configuration, and once that one is in service the old
+    member is removed with the expected number lowered (plan/group_roll.py). False (said) where a successor failed or
+    the time ran out: the group is put back at the stack's size and the old member stays in the job."""
     held = groups_in(deployment)
     if not held:
         return True
-    groups, mark_of = ess_groups(spec.region), _reader(spec, deployment)
-    for name, group_id, user_data in held:
-        old = stale(groups.members(group_id), user_data)
+    groups, mark_of = ess_groups(plan.region), _reader(plan, deployment)
+    for group in held:
+        old = stale(groups.members(group.group_id), group.user_data)
         for index, member in enumerate(old, 1):
-            before = {m.instance_id: m.state for m in groups.members(group_id)}
+            before = {m.instance_id: m.state for m in groups.members(group.group_id)}
             if before.get(member.instance_id) != SERVING:
                 continue  # it left the group, or is leaving, since
-            print(f"rolling {member.instance_id} of {name} ({index} of {len(old)})")
-            groups.take_out(member.instance_id)
-            look = partial(_successor_marks, groups, group_id, tuple(before), mark_of)
-            if not _in_service(look, f"{member.instance_id}'s successor in {name}", timeout):
+            print(f"rolling {member.instance_id} of {group.name} ({index} of {len(old)})")
+            groups.resize(group.group_id, surge(group))
+            look = partial(_successor_marks, groups, group.group_id, tuple(before), mark_of)
+            passed = _in_service(look, f"{member.instance_id}'s successor in {group.name}", timeout)
+            if passed:
+                groups.remove(group.group_id, member.instance_id)
+            # Back at the stack's size: after a removal only the maximum changes; after a failure ESS removes the
+            # surplus instance by the group's removal policy, NewestInstance first: the successor.
+            groups.resize(group.group_id, settled(group))
+            if not passed:
+                print(f"fleet: {group.name} is back at {group.desired} instances (ESS removes the surplus one, the "
+                      f"newest); {member.instance_id} stays in the job", file=sys.stderr)
                 return False
+    return True
+
+
+def _refresh_groups(plan, before: dict, after: dict, timeout: int) -> bool:
+    """Each AS group whose members run older launch settings than its configuration now holds (plan/group_refresh.py:
+    never one this roll's `pulumi up` made), refreshed by AS, one member at a time, after the up; the record of what
+    it was refreshed to moves only when the refresh succeeded. False (said) where a refresh ended otherwise or ran
+    past the timeout; a held refresh is cancelled first, so the group is never left disabled."""
+    held, had = as_groups.groups_in(after), as_groups.groups_in(before)
+    if not held:
+        return True
+    records = RefreshRecords(s3_client(plan.pipeline.store, plan.region),
+                             refresh_records(stack_output(after, "checkpointUri")))
+    refreshes = as_refreshes(plan.region)
+    for group in held.values():
+        recorded = records.read(group.group_id)
+        previous = had[group.group_id].user_data if group.group_id in had else None
+        members_run = refreshed_to(recorded, previous, group.user_data)
+        if recorded is None:  # first seen: what its members run now, kept until a refresh succeeds
+            records.write(group.group_id, members_run)
+        if members_run == group.user_data:
+            continue
+        print(f"refreshing {group.name}: its members run older launch settings; AS reinstalls them one at a time")
+        activity = refreshes.start(group.group_id)
+        deadline = time.monotonic() + timeout
+        while (status := refreshes.status(activity)) in RUNNING and time.monotonic() <= deadline:
+            time.sleep(POLL_S)
+        if status == SUCCESSFUL:
+            records.write(group.group_id, group.user_data)
+            print(f"{group.name} refreshed ({activity})")
+            continue
+        if status in RUNNING:
+            print(f"fleet: {group.name}'s refresh {activity} did not end within {timeout} s; it goes on (AS keeps the "
+                  "group disabled until it ends): `fleet roll` again once it ended", file=sys.stderr)
+            return False
+        if status in PAUSED:
+            refreshes.cancel(group.group_id, activity)
+        print(f"fleet: {group.name}'s refresh {activity} ended {status}{' (cancelled)' * (status in PAUSED)}: the "
+              "group is enabled again and members not reinstalled keep the older settings; a member whose reinstall "
+              "failed stays in standby (the AS console's refresh activity names it): remove it from the group, then "
+              "`fleet roll` again refreshes the rest", file=sys.stderr)
+        return False
     return True
 
 

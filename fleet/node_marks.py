@@ -1,6 +1,6 @@
 """Reading the marks nodes write in the cluster's bucket (plan/heal.py), and keeping `fleet heal`'s record of the
 nodes it saw without one, with the pipeline's own credentials, through each store's S3 API: S3 itself, OSS and COS
-through theirs (the profile's store_api; docs/cloud-facts.md#heal-marks).
+through theirs, at the endpoint the plan's pipeline names (PipelinePlan.store; docs/cloud-facts.md#heal-marks).
 Nodes write their marks with the permissions they already hold (the bucket's objects); nothing here needs more."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from clouds import CLOUDS
+from plan.model import StoreApi
 
 
 @dataclass(frozen=True)
@@ -27,14 +27,13 @@ class Bucket:
         return cls(parts.netloc, parts.path.strip("/"))
 
 
-def s3_client(cloud: str, region: str, environ: Mapping[str, str] = os.environ):
-    """An S3 client on the cloud's store (its profile's StoreApi): virtual-hosted addressing (OSS refuses path-style
-    requests), checksums only where an operation requires them (OSS and COS do not take the AWS SDK's newer default
-    trailers), the pipeline's key from the environment variables the profile names."""
+def s3_client(api: StoreApi, region: str, environ: Mapping[str, str] = os.environ):
+    """An S3 client on the cloud's store, where the plan's pipeline reaches it (PipelinePlan.store): virtual-hosted
+    addressing (OSS refuses path-style requests), checksums only where an operation requires them (OSS and COS do
+    not take the AWS SDK's newer default trailers), the pipeline's key from the environment variables it names."""
     import boto3
     from botocore.config import Config
 
-    api = CLOUDS[cloud].store_api(region)
     names = ("aws_access_key_id", "aws_secret_access_key", "aws_session_token")
     keys = {name: environ.get(variable) for name, variable in zip(names, api.credentials, strict=False)}
     config = Config(s3={"addressing_style": "virtual"}, request_checksum_calculation="when_required",

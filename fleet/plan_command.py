@@ -49,10 +49,17 @@ def capacity_line(answer: dict[str, Any]) -> str:
     return f"capacity: {answer['candidate']}: {state}"
 
 
+def pipeline_of(plan: ClusterPlan) -> dict[str, Any]:
+    """Where the stack's deploy, heal and drift check run (the workflows' runner) and how they reach its bucket."""
+    pipeline = plan.pipeline
+    return {"runsIn": pipeline.runs_in or None, "runner": list(pipeline.runner),
+            "storeEndpoint": pipeline.store.endpoint, "needs": pipeline.needs or None}
+
+
 def report(preview: Preview, plan: ClusterPlan) -> dict[str, Any]:
     """The `fleet plan --json` document (docs/design.md, "The preview JSON")."""
     return {"stack": preview.stack, "cloud": plan.cloud, "resources": preview.resources, "outputs": preview.outputs,
-            "cost": cost_of(plan), "capacity": capacity_of(plan),
+            "cost": cost_of(plan), "capacity": capacity_of(plan), "pipeline": pipeline_of(plan),
             "launchFallback": launch_fallback(in_scaling_groups(plan.workers), plan.worker_types),
             "warnings": preview.warnings,
             "violations": evaluate(preview.resources)}
@@ -113,6 +120,9 @@ def run(args) -> int:
         console.print(capacity_line(answer), markup=False)
     for nodes in document["launchFallback"]:
         console.print(f"fallback at launch: {nodes}")
+    pipeline = document["pipeline"]
+    console.print(f"pipeline: runs on {', '.join(pipeline['runner'])}"
+                  + (f" ({pipeline['needs']})" if pipeline["needs"] else ""), markup=False)
     for nodes in document["outputs"].get("rollout", []):
         console.print(f"on a change of code or settings: {nodes}")
     for warning in document["warnings"]:

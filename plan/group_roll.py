@@ -4,10 +4,13 @@ bucket's marks.
 
 A scaling configuration changed in place reaches only the instances the group launches next
 (docs/cloud-facts.md#rollout-alibaba). Each instance keeps the USER_DATA_TAG its configuration carried when it was
-launched, so the members whose tag is not the configuration's current one were launched from older settings: those
-`fleet roll` reports unhealthy, one at a time, and the group launches a successor from the current configuration to
-keep its size. The next goes once a successor's mark says it passed its gate (plan/heal.py IN_SERVICE); a failed mark
-or the roll's timeout stops the roll, so no second node leaves the job."""
+launched, so the members whose tag is not the configuration's current one were launched from older settings. For
+each of them, one at a time, the longest-serving first, `fleet roll` raises the group's expected number of instances
+by one (and its maximum where that one would pass it): the group launches the successor from the current
+configuration. Once the successor's mark says it passed its gate (plan/heal.py IN_SERVICE), the old member is removed
+with the expected number lowered again, and the maximum goes back. Every step is one the ESS API documents; a failed
+mark or the roll's timeout puts the group back at the stack's size and stops the roll, so no member of older settings
+leaves the job before its successor serves."""
 
 from __future__ import annotations
 
@@ -31,6 +34,37 @@ class Member:
     state: str  # the group's lifecycle state of it
     added: str  # when the group added it (ISO 8601 UTC, so it sorts as time)
     user_data: str | None  # its USER_DATA_TAG; None: it carries none (launched before the tag was set)
+
+
+@dataclass(frozen=True)
+class HeldGroup:
+    """A scaling group the stack holds, as its state says: the USER_DATA_TAG its configuration carries now, and the
+    expected and largest number of instances the stack gave it (what a roll returns the group to)."""
+
+    name: str
+    group_id: str
+    user_data: str
+    desired: int
+    max_size: int
+
+
+@dataclass(frozen=True)
+class Size:
+    """A group's expected and largest number of instances."""
+
+    desired: int
+    max_size: int
+
+
+def surge(group: HeldGroup) -> Size:
+    """One instance more than the stack's size, to launch a successor before a member goes: the maximum rises only
+    where the expected number would pass it (ESS keeps MaxSize >= DesiredCapacity >= MinSize)."""
+    return Size(group.desired + 1, max(group.max_size, group.desired + 1))
+
+
+def settled(group: HeldGroup) -> Size:
+    """The stack's own size, which the group holds again once a member's successor took its place (or failed)."""
+    return Size(group.desired, group.max_size)
 
 
 @dataclass(frozen=True)

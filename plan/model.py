@@ -195,6 +195,40 @@ class CodeUpload:
 
 
 @dataclass(frozen=True)
+class StoreApi:
+    """How the deploying side (`fleet heal`, `fleet roll`) reads the cluster's bucket through the store's S3 API: its
+    endpoint (None: the S3 SDK's own) and the environment variables holding the pipeline's key id, secret and
+    optional token (none: the SDK's own credential chain)."""
+
+    endpoint: str | None = None
+    credentials: tuple[str, ...] = ()
+
+
+# The GitHub Actions runner of a stack whose pipeline runs anywhere, and the label of a self-hosted runner inside a
+# region's network ({region}: the cloud's region id), as the deploy, heal and drift workflows pick them
+# (docs/gitops.md, "Where the pipeline runs").
+HOSTED_RUNNER = "ubuntu-latest"
+REGION_RUNNER = "gpufleet-{region}"
+
+
+@dataclass(frozen=True)
+class PipelinePlan:
+    """Where `pulumi up`, `fleet roll`, `fleet heal` and the drift check run for the stack, and how they reach its
+    bucket from there: anywhere, or inside the cloud region's network, where the store's data calls go through its
+    internal endpoint (docs/cloud-facts.md#alibaba-oss-public-endpoint). `fleet plan --json` says it ("pipeline"),
+    and the workflows pick their runner from it."""
+
+    runs_in: str  # the region whose network they must run inside; "" = anywhere
+    store: StoreApi  # the bucket's S3 API from there (the nodes' marks, `fleet heal`'s records)
+    needs: str = ""  # what running them there needs, as `fleet plan` says it; "" = nothing
+
+    @property
+    def runner(self) -> tuple[str, ...]:
+        """The labels of the GitHub Actions runner that runs them: GitHub's own, or a self-hosted one in the region."""
+        return ("self-hosted", REGION_RUNNER.format(region=self.runs_in)) if self.runs_in else (HOSTED_RUNNER,)
+
+
+@dataclass(frozen=True)
 class StoragePlan:
     """Where checkpoints and the training code bundle live, how the bundle gets there, each node's root volume."""
 
@@ -296,6 +330,7 @@ class ClusterPlan:
     lifecycle: LifecyclePlan
     rollout: tuple[RolloutPlan, ...]  # how a change reaches the running head and each worker group
     storage: StoragePlan
+    pipeline: PipelinePlan
     head: RolePlan
     worker: RolePlan
     ranks_per_node: int

@@ -26,6 +26,7 @@ from plan.model import (
     ClusterPlan,
     ImagePlan,
     MarketPlan,
+    PipelinePlan,
     RolePlan,
     ScalingPlan,
     StoragePlan,
@@ -63,12 +64,20 @@ def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str, digest: str, fac
     code_key = f"code/{sha}.tar.gz"
     root = (f"file://{cloud.file_bucket.format(name=name)}" if cloud.bucket_scheme == "file"
             else f"{cloud.bucket_scheme}://{bucket}")
-    upload = cloud.code_upload(spec.region, bucket, spec.storage.bundle_domain)
+    upload = cloud.code_upload(spec.region, bucket, spec.storage.bundle_domain, spec.storage.endpoint)
     if isinstance(upload, str):
         raise ValueError(f"storage.bundleDomain reached the planner where it does not apply: {upload}")
     return StoragePlan(bucket=bucket, account_id=account, checkpoint_uri=f"{root}/{CHECKPOINT_PREFIX}",
                        code_key=code_key, code_uri=f"{root}/{code_key}", code_sha256=sha, code_upload=upload,
                        root_volume_gb=spec.storage.root_volume_gb, existing=spec.storage.existing_bucket is not None)
+
+
+def _pipeline(spec: ClusterSpec, cloud: CloudProfile) -> PipelinePlan:
+    """Where the stack's pipeline runs: the stack's `storage.endpoint`, else the cloud's default for the region."""
+    pipeline = cloud.pipeline(spec.region, spec.storage.endpoint)
+    if isinstance(pipeline, str):
+        raise ValueError(f"storage.endpoint reached the planner where it does not apply: {pipeline}")
+    return pipeline
 
 
 def _image(spec: ClusterSpec, cloud: CloudProfile, facts: DeployFacts) -> ImagePlan:
@@ -176,7 +185,7 @@ def plan(spec: ClusterSpec, stack: str, cloud: CloudProfile, facts: DeployFacts 
         software=software, network=network, firewall=firewall, fabric=fabric, placements=placements, market=market,
         scaling=scaling, workers=workers,
         lifecycle=lifecycle, rollout=plan_rollout(cloud.rollout, workers, lifecycle.refresh_min_healthy_percent),
-        storage=storage, head=head,
+        storage=storage, pipeline=_pipeline(spec, cloud), head=head,
         worker=worker, ranks_per_node=ranks, cost=plan_cost(cloud, list_price(row), market, scaling),
         tags=tags, capacity=facts.capacity,
         launch_types=launch_types(spec, facts.capacity))

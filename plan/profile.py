@@ -8,7 +8,16 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from plan.limits import CloudLimits
-from plan.model import CodeUpload, FirewallRule, MarketPlan, PlacementPlan, ScalingPlan, WorkerGroupPlan
+from plan.model import (
+    CodeUpload,
+    FirewallRule,
+    MarketPlan,
+    PipelinePlan,
+    PlacementPlan,
+    ScalingPlan,
+    StoreApi,
+    WorkerGroupPlan,
+)
 from plan.node import Mirrors
 from plan.permissions import Call
 from plan.workers import mixed_group
@@ -44,18 +53,13 @@ class AutoImage:
     has_drivers: bool = False
 
 
-@dataclass(frozen=True)
-class StoreApi:
-    """How the deploying side (`fleet heal`, `fleet roll`) reads the cluster's bucket through the store's S3 API: its
-    endpoint (None: the S3 SDK's own) and the environment variables holding the pipeline's key id, secret and
-    optional token (none: the SDK's own credential chain)."""
-
-    endpoint: str | None = None
-    credentials: tuple[str, ...] = ()
+# What `storage.endpoint` says where the store takes every account's data calls from anywhere (CloudProfile.pipeline).
+ANYWHERE = "its public endpoint takes every account's data calls from anywhere."
 
 
-def s3_default(region: str) -> StoreApi:
-    return StoreApi()
+def from_anywhere(region: str, endpoint: str | None) -> PipelinePlan | str:
+    """A cloud whose store answers the pipeline anywhere through the S3 SDK's own endpoint and credentials."""
+    return ANYWHERE if endpoint else PipelinePlan("", StoreApi())
 
 
 def gpufleet_bucket(name: str, digest: str, region: str, account_id: str | None) -> str:
@@ -68,7 +72,7 @@ def no_account(bucket: str) -> str | None:
     return None
 
 
-def default_endpoint(region: str, bucket: str, domain: str | None) -> CodeUpload | str:
+def default_endpoint(region: str, bucket: str, domain: str | None, endpoint: str | None) -> CodeUpload | str:
     """A cloud whose default endpoint takes the bundle from anywhere: nothing else to name, no domain to bind."""
     return "its default endpoint takes the upload from anywhere." if domain else CodeUpload()
 
@@ -156,11 +160,13 @@ class CloudProfile:
     bucket_name: Callable[[str, str, str, str | None], str] = gpufleet_bucket
     bucket_account: Callable[[str], str | None] = no_account
     account_in_bucket: bool = False
-    # How `pulumi up` writes the code bundle into a region's bucket, given the stack's `storage.bundleDomain`; or the
-    # reason that setting does not apply there (plan/planner.py, clouds/rules.py).
-    code_upload: Callable[[str, str, str | None], CodeUpload | str] = default_endpoint
-    # The bucket's S3 API for the deploying side, by region (fleet/node_marks.py).
-    store_api: Callable[[str], StoreApi] = s3_default
+    # How `pulumi up` writes the code bundle into a region's bucket (region, bucket), given the stack's
+    # `storage.bundleDomain` and `storage.endpoint`; or the reason the domain does not apply there (plan/planner.py,
+    # clouds/rules.py).
+    code_upload: Callable[[str, str, str | None, str | None], CodeUpload | str] = default_endpoint
+    # Where the pipeline runs and how it reads the bucket from there, by region and the stack's `storage.endpoint`;
+    # or the reason that setting does not apply there (fleet/node_marks.py, the workflows).
+    pipeline: Callable[[str, str | None], PipelinePlan | str] = from_anywhere
     # Placement groups for a stack, or the reason the cloud cannot place it as asked (plan/placement.py).
     placement: Callable[[PlacementAsk], tuple[PlacementPlan, ...] | str] = no_placement
     # The worker groups the cloud launches for the workers' bounds and market (plan/workers.py).

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 # The mechanisms. REPLACE: `pulumi up` replaces the instance (the provider's replace-on-user-data rule or Pulumi's
 # replaceOnChanges). REFRESH: the group's own rolling instance refresh, started by the new launch settings.
-# RESET_REFRESH: the group's refresh reinstalls each node in place from the new launch settings (same instance id,
-# fresh system disk, so cloud-init runs as on a first boot).
+# RESET_REFRESH: `fleet roll` has the group's refresh reinstall each node in place from the new launch settings (same
+# instance id, fresh system disk, so cloud-init runs as on a first boot), after `pulumi up` changed them
+# (plan/group_refresh.py).
 REPLACE, REFRESH, RESET_REFRESH = "replace", "refresh", "reset-refresh"
 # The local cluster (here/local/rollout.py). ROLL: `fleet up` run again takes the workers out of the running job
 # REFRESH_BATCH at a time (each checkpoints on its leave notice), boots each anew from the new user-data and waits
@@ -25,9 +26,9 @@ ROLL, HOLD = "roll", "hold"
 # in service (its in-service mark, plan/heal.py) before the next goes; a plain `pulumi up` would replace them together.
 FLEET_ROLL = "fleet-roll"
 # A group whose launch settings `pulumi up` changes in place, which reach only the instances it launches next (Alibaba
-# ESS: docs/cloud-facts.md#rollout-alibaba): `fleet roll` reports its members launched from older settings unhealthy
-# REFRESH_BATCH at a time, the group launches each one's successor from the new settings, keeping its size, and the
-# next goes once the successor is in service (its mark, plan/group_roll.py).
+# ESS: docs/cloud-facts.md#rollout-alibaba): for its members launched from older settings, REFRESH_BATCH at a time,
+# `fleet roll` grows the group by one so that it launches a successor from the new settings, and removes the old
+# member once the successor is in service (its mark, plan/group_roll.py), the group back at its size.
 GROUP_ROLL = "group-roll"
 # The tag a group's launch settings carry, which every instance it launches keeps: the hash of the user-data it was
 # launched with, so `fleet roll` tells the members launched from older settings (plan/group_roll.py).
@@ -59,8 +60,9 @@ class RolloutPlan:
             return (f"{what}: the group's instance refresh replaces them, keeping {self.min_healthy_percent}% in "
                     "service; each checkpoints at its termination hook before it goes")
         if self.mechanism == RESET_REFRESH:
-            return (f"{what}: the group's instance refresh reinstalls them {REFRESH_BATCH} at a time from the new "
-                    "launch configuration; each checkpoints on its shutdown before it goes")
+            return (f"{what}: `pulumi up` changes the launch configuration in place, then `fleet roll` has the "
+                    f"group's instance refresh reinstall them {REFRESH_BATCH} at a time from it; each checkpoints on "
+                    "its shutdown before it goes; a plain `pulumi up` leaves them on their old settings")
         if self.mechanism == ROLL:
             return (f"{what}: `fleet up` rolls them {REFRESH_BATCH} at a time while the job goes on: each "
                     "checkpoints on its leave notice, boots anew with the new bundle and rejoins before the next goes")
@@ -73,8 +75,8 @@ class RolloutPlan:
                     "mark); a plain `pulumi up` would replace them together")
         if self.mechanism == GROUP_ROLL:
             return (f"{what}: `pulumi up` changes the group's configuration in place, then `fleet roll` replaces "
-                    f"them {REFRESH_BATCH} at a time while the job goes on: the group launches each successor from "
-                    "the new configuration, keeping its size; each checkpoints on its shutdown, and the next goes "
+                    f"them {REFRESH_BATCH} at a time while the job goes on: the group grows by one to launch each "
+                    "successor from the new configuration, and the old node goes (checkpointing on its shutdown) "
                     "once the successor passed its gate (its in-service mark)")
         order = ("deleted, then created anew (it holds the fixed address); the job stops with a checkpoint and "
                  "resumes on the new head" if self.delete_first else

@@ -151,7 +151,15 @@ class Storage(SpecModel):
     bundle_domain: str | None = Field(
         None, description="Alibaba Cloud, Chinese mainland regions: a domain with an ICP filing; `pulumi up` binds "
                           "<bucket>.<this domain> to the bucket and writes the code bundle through it. Unset: through "
-                          "OSS's internal endpoint, so `pulumi up` runs inside the region.")
+                          "the endpoint storage.endpoint names.")
+    endpoint: Literal["internal", "public"] | None = Field(
+        None, description="Alibaba Cloud, Chinese mainland regions: which OSS endpoint `pulumi up`, `fleet roll`, "
+                          "`fleet heal` and the drift check write and read the bucket through, and so where the "
+                          "pipeline runs. `internal` (the default there, for every account): inside the region, on "
+                          "a self-hosted runner labelled gpufleet-<region>. `public`: the account activated OSS "
+                          "before 2025-03-20, so OSS's public endpoint still takes its data calls and the pipeline "
+                          "runs on GitHub's runners. Elsewhere the public endpoint takes every account's calls: "
+                          "leave it unset.")
     root_volume_gb: int = Field(200, ge=50, le=16384, description="Encrypted root volume per node, GiB.")
 
     @field_validator("bundle_domain")

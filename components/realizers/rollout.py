@@ -1,5 +1,5 @@
 """Resource options that carry a set of nodes' rollout (plan/rollout.py) to Pulumi: which input change
-replaces a node, whether the old one goes first, and what re-runs a group's one-shot refresh."""
+replaces a node and whether the old one goes first, and the hash a group's launch settings carry."""
 
 from __future__ import annotations
 
@@ -23,9 +23,3 @@ def node_options(rollout: RolloutPlan, user_data_input: str | None) -> pulumi.Re
         raise ValueError(f"{rollout.nodes} is not replaced by `pulumi up` but by {rollout.mechanism}")
     return pulumi.ResourceOptions(replace_on_changes=[user_data_input] if user_data_input else None,
                                   delete_before_replace=rollout.delete_first)
-
-
-def group_options(user_data: str) -> pulumi.ResourceOptions:
-    """A group's one-shot refresh that `pulumi up` makes anew whenever its role's user-data changes (Pulumi's
-    replacementTrigger), deleted first."""
-    return pulumi.ResourceOptions(replacement_trigger=user_data_trigger(user_data), delete_before_replace=True)

@@ -1,5 +1,8 @@
 """Workers of `scaling-group` plan groups: one AS config and group each (the AS group of tencentcloud_iac_pulumi
-0.2.3 has no spot-mix field, so the plan splits markets into groups)."""
+0.2.3 has no spot-mix field, so the plan splits markets into groups). A change of the workers' user-data changes the
+config in place; `fleet roll` then has AS refresh the group's members (plan/group_refresh.py): no refresh is a
+resource here, since the provider's would hold `pulumi up` while a refresh fails or pauses and start one on a group's
+first up (docs/cloud-facts.md#rollout-tencent)."""
 
 from __future__ import annotations
 
@@ -8,13 +11,8 @@ import tencentcloud_iac_pulumi as tencentcloud
 
 from components.realizers.encoding import gzip_base64
 from components.realizers.images import image_ignore_changes
-from components.realizers.rollout import group_options
 from components.tencentcloud.nodes import SYSTEM_DISK, NodeArgs, Placement, market_args
 from plan.model import SPOT, RolePlan, WorkerGroupPlan
-from plan.rollout import REFRESH_BATCH
-
-# The refresh waits for every worker's reinstall and gate, one at a time; the provider's default is 5 minutes.
-REFRESH_TIMEOUT = "6h"
 
 
 class TcWorkerGroups(pulumi.ComponentResource):
@@ -48,14 +46,4 @@ class TcWorkerGroups(pulumi.ComponentResource):
                 # the ping check finds it unreachable and the group launches its successor
                 # (docs/cloud-facts.md#rollout-replacement).
                 health_check_type="CVM", replace_monitor_unhealthy=True, replace_mode="RECREATE", opts=child)
-            # The group's instance refresh, started anew whenever the workers' user-data changes: it reinstalls
-            # them one at a time from the configuration, with the new user-data (a launch configuration reaches
-            # only new instances: docs/cloud-facts.md#rollout-tencent).
-            tencentcloud.as_.StartInstanceRefresh(
-                f"{name}-{group.name}-refresh", auto_scaling_group_id=self.groups[group.name].id,
-                refresh_mode="ROLLING_UPDATE_RESET", refresh_settings={"rolling_update_settings": {
-                    "batch_number": REFRESH_BATCH, "batch_pause": "AUTOMATIC", "fail_process": "AUTO_PAUSE"}},
-                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions.merge(
-                    group_options(role.user_data), pulumi.ResourceOptions(
-                        depends_on=[config], custom_timeouts=pulumi.CustomTimeouts(create=REFRESH_TIMEOUT)))))
         self.register_outputs({market: group.id for market, group in self.groups.items()})

@@ -108,3 +108,49 @@ def test_the_upload_provider_keeps_the_stacks_credentials(tmp_path):
     assert provider["profile"] == "ops" and provider["accessKey"] == "[secret]"
     assert json.loads(provider["assumeRole"]) == {"roleArn": "acs:ram::123:role/deploy"}
     assert "secretKey" not in provider
+
+
+def test_a_mainland_stack_runs_its_pipeline_in_the_region_by_default(tmp_path):
+    """Every account reaches the internal endpoint from inside the region: the default, whatever the account's age
+    (docs/cloud-facts.md#alibaba-oss-public-endpoint). The plan names the place and the endpoint marks are read at."""
+    pipeline = preview_in(tmp_path, "cn-wulanchabu").plan.pipeline
+    assert pipeline.runs_in == "cn-wulanchabu"
+    assert pipeline.runner == ("self-hosted", "gpufleet-cn-wulanchabu")
+    assert pipeline.store.endpoint == "https://s3.oss-cn-wulanchabu-internal.aliyuncs.com"
+    assert "gpufleet-cn-wulanchabu" in pipeline.needs and "storage.endpoint: public" in pipeline.needs
+
+
+def test_an_account_that_activated_oss_before_the_switch_keeps_the_public_endpoint(tmp_path):
+    """storage.endpoint: public: the upload goes through the default provider (OSS's public endpoint), marks are read
+    at the public S3 endpoint and the pipeline runs on GitHub's runners."""
+    preview = preview_in(tmp_path, "cn-hangzhou", {"endpoint": "public"})
+    assert upload_endpoint(preview.resources) is None
+    assert not [w for w in preview.warnings if "bundle" in w]
+    pipeline = preview.plan.pipeline
+    assert (pipeline.runs_in, pipeline.runner, pipeline.needs) == ("", ("ubuntu-latest",), "")
+    assert pipeline.store.endpoint == "https://s3.oss-cn-hangzhou.aliyuncs.com"
+
+
+def test_a_bundle_domain_still_leaves_the_marks_to_the_chosen_endpoint(tmp_path):
+    """The bound domain carries the upload; `fleet heal` and `fleet roll` read marks through the endpoint the stack
+    chose (the S3 API through a custom domain is not documented: docs/cloud-facts.md#alibaba-oss-public-endpoint)."""
+    plan = preview_in(tmp_path, "cn-hangzhou", {"bundleDomain": "code.example.com"}).plan
+    assert plan.pipeline.runs_in == "cn-hangzhou"
+    plan = preview_in(tmp_path, "cn-hangzhou", {"bundleDomain": "code.example.com", "endpoint": "public"}).plan
+    assert plan.storage.code_upload.endpoint == "code.example.com" and plan.pipeline.runs_in == ""
+
+
+def test_outside_the_mainland_the_pipeline_runs_anywhere_and_the_choice_is_refused(tmp_path):
+    pipeline = preview_in(tmp_path, "ap-southeast-1").plan.pipeline
+    assert (pipeline.runs_in, pipeline.store.endpoint) == ("", "https://s3.oss-ap-southeast-1.aliyuncs.com")
+    problem = only(tmp_path, "alicloud", {"zone": zone_of("ap-southeast-1"), "storage": {"endpoint": "internal"}},
+                   region="ap-southeast-1")
+    assert problem.path == "gpufleet:cluster.storage.endpoint" and problem.fix == "remove storage.endpoint."
+    assert "needs no choice of the store's endpoint" in problem.message
+
+
+@pytest.mark.parametrize("cloud", ["aws", "tencentcloud", "local"])
+def test_other_clouds_refuse_a_store_endpoint(tmp_path, cloud):
+    problem = only(tmp_path, cloud, {"storage": {"endpoint": "public"}})
+    assert problem.path == "gpufleet:cluster.storage.endpoint"
+    assert problem.message.endswith("its public endpoint takes every account's data calls from anywhere.")

@@ -74,13 +74,13 @@ def alicloud_action(name: str, old: dict[str, dict], new: dict[str, dict]) -> st
 
 def tencent_action(name: str, old: dict[str, dict], new: dict[str, dict]) -> str:
     """tencentcloud `resource_tc_instance.go` L486-505 and L648-657 @ f6970a9: user_data is updated in place
-    (ModifyUserData, L2510-2520) unless user_data_replace_on_change sets ForceNewIf; the one-shot
-    `tencentcloud_as_start_instance_refresh` (all ForceNew, no trigger: resource_tc_as_start_instance_refresh.go
-    L23-90) runs again only when Pulumi's replacementTrigger replaces it."""
+    (ModifyUserData, L2510-2520) unless user_data_replace_on_change sets ForceNewIf. `resource_tc_as_scaling_config.go`
+    @ 1e2e568e: user_data is Optional and no ForceNew field, so a launch configuration's new user-data is an update in
+    place, which reaches only the instances AS launches next: `fleet roll` then has AS refresh the group's members
+    (RESET_REFRESH, plan/group_refresh.py); the stack declares no refresh resource."""
     resource, keys = new[name], changed(old[name], new[name])
-    if resource["type"] == "tencentcloud:As/startInstanceRefresh:StartInstanceRefresh":
-        trigger = resource["options"].get("replacementTrigger")
-        return RESET_REFRESH if trigger != old[name]["options"].get("replacementTrigger") else "none"
+    if resource["type"] == "tencentcloud:As/scalingConfig:ScalingConfig":
+        return RESET_REFRESH if "userData" in keys else "none"
     if "userData" in keys:
         return REPLACE if resource["inputs"].get("userDataReplaceOnChange") else "in place"
     return "none"
@@ -90,8 +90,8 @@ NODES = {
     "aws-p5": (aws_action, {"aws-p5-head": REPLACE, "aws-p5-workers": REFRESH}),
     "ali-spot": (alicloud_action, {"ali-spot-head": REPLACE, "ali-spot-workers": GROUP_ROLL}),
     "ali-erdma": (alicloud_action, {"ali-erdma-head": REPLACE, "ali-erdma-worker-0": REPLACE}),
-    "tencent-spot": (tencent_action, {"tencent-spot-head": REPLACE, "tencent-spot-on-demand-refresh": RESET_REFRESH,
-                                      "tencent-spot-spot-refresh": RESET_REFRESH}),
+    "tencent-spot": (tencent_action, {"tencent-spot-head": REPLACE, "tencent-spot-on-demand-config": RESET_REFRESH,
+                                      "tencent-spot-spot-config": RESET_REFRESH}),
     "tencent-hcc": (tencent_action, {"tencent-hcc-head": REPLACE, "tencent-hcc-worker-0": REPLACE}),
 }
 
@@ -109,6 +109,8 @@ def test_a_new_bundle_rolls_every_node_as_the_plan_says(stack, monkeypatch):
     fixed = [r for r in plan.rollout if r.role == WORKER and r.form == INSTANCES]
     assert all(r.mechanism == FLEET_ROLL and "`fleet roll`" in r.how for r in fixed)
     assert bool(fixed) == (stack in ("ali-erdma", "tencent-hcc"))
+    # No refresh is a resource: `pulumi up` never starts one, so a group's first up refreshes nothing.
+    assert not [r for r in new.values() if r["type"].endswith(":StartInstanceRefresh")]
     head = new[f"{stack}-head"]["options"]
     assert head.get("deleteBeforeReplace") is True, "the head holds the fixed address: it goes first"
     # An ESS configuration changed in place carries a new user-data tag, which the instances it launches keep: what

@@ -1,6 +1,7 @@
 """fleet/ess_groups.py against the real ESS and ECS SDK clients with their calls answered here (the SDKs' own response
-models, built from the APIs' JSON): members across pages with the user-data tag each instance carries, the unhealthy
-report, a failed call said by name, and the groups a deployment holds."""
+models, built from the APIs' JSON): members across pages with the user-data tag each instance carries, the group's
+size set and a member removed as the ESS API names them, a failed call said by name, and the groups a deployment
+holds with the size the stack gave them."""
 
 from __future__ import annotations
 
@@ -8,11 +9,15 @@ import json
 
 import pytest
 from alibabacloud_ecs20140526.models import DescribeInstancesResponse
-from alibabacloud_ess20220222.models import DescribeScalingInstancesResponse, SetInstanceHealthResponse
+from alibabacloud_ess20220222.models import (
+    DescribeScalingInstancesResponse,
+    ModifyScalingGroupResponse,
+    RemoveInstancesResponse,
+)
 from Tea.exceptions import TeaException
 
 from fleet.ess_groups import PAGE, AlibabaGroups, EssFailed, groups_in
-from plan.group_roll import Member
+from plan.group_roll import HeldGroup, Member, Size
 
 ENV = {"ALICLOUD_ACCESS_KEY": "ak", "ALICLOUD_SECRET_KEY": "sk"}
 
@@ -46,13 +51,25 @@ def test_members_come_with_their_state_and_user_data_tag_across_pages():
     assert (members[1].user_data, members[2].user_data, members[PAGE].user_data) == ("old", "new", "new")
 
 
-def test_a_member_goes_by_an_unhealthy_report_and_a_refused_call_is_said():
+def test_the_group_is_resized_and_a_member_removed_lowering_the_expected_number():
+    """ModifyScalingGroup with DesiredCapacity and MaxSize (ESS keeps the expected number: it launches a successor);
+    RemoveInstances with DecreaseDesiredCapacity true, so ESS launches nothing in the removed one's place (SDK
+    alibabacloud-ess20220222 1.13.3 `_modify_scaling_group_request.py`, `_remove_instances_request.py`)."""
     groups = AlibabaGroups("cn-hangzhou", environ=ENV)
     sent = []
-    groups.ess.set_instance_health = lambda request: sent.append(request) or SetInstanceHealthResponse().from_map(
-        {"body": {"RequestId": "r"}})
-    groups.take_out("i-7")
-    assert [(r.instance_id, r.health_status) for r in sent] == [("i-7", "Unhealthy")]
+    groups.ess.modify_scaling_group = lambda request: sent.append(request.to_map()) or (
+        ModifyScalingGroupResponse().from_map({"body": {"RequestId": "r"}}))
+    groups.ess.remove_instances = lambda request: sent.append(request.to_map()) or (
+        RemoveInstancesResponse().from_map({"body": {"RequestId": "r", "ScalingActivityId": "asa-1"}}))
+    groups.resize("asg-1", Size(4, 5))
+    groups.remove("asg-1", "i-7")
+    assert sent == [{"ScalingGroupId": "asg-1", "DesiredCapacity": 4, "MaxSize": 5, "LaunchTemplateOverrides": []},
+                    {"RegionId": "cn-hangzhou", "ScalingGroupId": "asg-1", "InstanceIds": ["i-7"],
+                     "DecreaseDesiredCapacity": True}]
+
+
+def test_a_refused_call_is_said():
+    groups = AlibabaGroups("cn-hangzhou", environ=ENV)
 
     def refused(request):
         raise TeaException({"code": "Forbidden.RAM", "message": "User not authorized to operate on the specified "
@@ -61,12 +78,16 @@ def test_a_member_goes_by_an_unhealthy_report_and_a_refused_call_is_said():
     groups.ess.describe_scaling_instances = refused
     with pytest.raises(EssFailed, match="ESS DescribeScalingInstances failed: User not authorized"):
         groups.members("asg-1")
+    groups.ess.remove_instances = refused
+    with pytest.raises(EssFailed, match="ESS RemoveInstances failed"):
+        groups.remove("asg-1", "i-7")
 
 
 def test_the_groups_a_deployment_holds_with_their_configurations_tag():
     group = {"urn": "urn:pulumi:s::gpufleet::gpufleet:alicloud:Workers$alicloud:ess/scalingGroup:ScalingGroup::"
-                    "s-workers", "type": "alicloud:ess/scalingGroup:ScalingGroup", "id": "asg-1"}
+                    "s-workers", "type": "alicloud:ess/scalingGroup:ScalingGroup", "id": "asg-1",
+             "inputs": {"minSize": 1, "desiredCapacity": 3, "maxSize": 5}}
     configuration = {"type": "alicloud:ess/scalingConfiguration:ScalingConfiguration", "id": "asc-1",
                      "inputs": {"scalingGroupId": "asg-1", "tags": {"gpufleet:user-data": "new"}}}
-    assert groups_in({"resources": [group, configuration]}) == [("s-workers", "asg-1", "new")]
+    assert groups_in({"resources": [group, configuration]}) == [HeldGroup("s-workers", "asg-1", "new", 3, 5)]
     assert groups_in({"resources": [group, {**configuration, "delete": True}]}) == [], "no configuration: no roll"

@@ -13,8 +13,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from clouds import CLOUDS
 from fleet import heal_command
 from fleet.cli import main
+from fleet.ess_groups import EssFailed
 from fleet.node_marks import marks_reader, s3_client
 from plan.group_roll import Member
 from plan.lifecycle import MARK_DEADLINE_S
@@ -195,26 +197,98 @@ def test_roll_stops_when_a_worker_never_passes_its_gate(cloud, capsys):
     assert len(ups(calls)) == 2 and "did not pass its gate within 0 s" in capsys.readouterr().err
 
 
-def test_a_stack_whose_groups_refresh_themselves_rolls_in_one_up(cloud, monkeypatch):
-    monkeypatch.setattr(heal_command, "ess_groups", lambda _: pytest.fail("no ESS call on Tencent"))
-    calls = cloud([{"resources": []}], {})
+def tencent_state(user_data: dict[str, str]) -> dict:
+    """tencent-spot's deployment: the stack's outputs and each AS group (id -> its launch configuration's userData)."""
+    stack = "tencent-spot"
+    resources = [{"urn": f"urn:pulumi:{stack}::gpufleet::pulumi:pulumi:Stack::gpufleet-{stack}",
+                  "type": "pulumi:pulumi:Stack", "outputs": {"checkpointUri": CHECKPOINTS}}]
+    for group_id, data in user_data.items():
+        resources += [
+            {"urn": f"urn:pulumi:{stack}::gpufleet::tencentcloud:As/scalingConfig:ScalingConfig::{group_id}-config",
+             "type": "tencentcloud:As/scalingConfig:ScalingConfig", "id": f"{group_id}-lc",
+             "inputs": {"userData": data}},
+            {"urn": f"urn:pulumi:{stack}::gpufleet::tencentcloud:As/scalingGroup:ScalingGroup::{group_id}",
+             "type": "tencentcloud:As/scalingGroup:ScalingGroup", "id": group_id,
+             "inputs": {"configurationId": f"{group_id}-lc"}}]
+    return {"resources": resources}
+
+
+class FakeRefreshes:
+    """AS's refresh activities as the API documents them: StartInstanceRefresh answers an activity id, and
+    DescribeRefreshActivities its status, here `statuses` in turn (the last one stays)."""
+
+    def __init__(self, statuses: list[str]) -> None:
+        self.statuses, self.started, self.cancelled = statuses, [], []
+
+    def start(self, group_id: str) -> str:
+        self.started.append(group_id)
+        return f"asr-{len(self.started)}"
+
+    def status(self, activity_id: str) -> str:
+        return self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
+
+    def cancel(self, group_id: str, activity_id: str) -> None:
+        self.cancelled.append((group_id, activity_id))
+
+
+@pytest.fixture
+def refresh(cloud, monkeypatch):
+    """(state before the up, state after it, statuses) -> (the fake AS, the pulumi calls)."""
+
+    def setup(before: dict, after: dict, statuses: list[str]):
+        monkeypatch.setattr(heal_command, "ess_groups", lambda _: pytest.fail("no ESS call on Tencent"))
+        calls = cloud([before, after], {})
+        fake = FakeRefreshes(statuses)
+        monkeypatch.setattr(heal_command, "as_refreshes", lambda region: fake)
+        return fake, calls
+
+    return setup
+
+
+def test_a_groups_first_up_starts_no_refresh(refresh):
+    """Both groups are new with this `pulumi up`: their members launch from the current settings."""
+    fake, calls = refresh({"resources": []}, tencent_state({"asg-od": "B", "asg-spot": "B"}), ["SUCCESSFUL"])
     assert main(["roll", "--stack", "tencent-spot"]) == 0
-    assert ups(calls) == [[]], "a plain `pulumi up`: the groups' instance refreshes roll their own workers"
+    assert ups(calls) == [[]] and fake.started == []
+
+
+def test_a_user_data_change_refreshes_each_group_once_and_only_then(refresh, capsys):
+    fake, _ = refresh(tencent_state({"asg-od": "A", "asg-spot": "A"}), tencent_state({"asg-od": "B", "asg-spot": "B"}),
+                      ["RUNNING", "SUCCESSFUL"])
+    assert main(["roll", "--stack", "tencent-spot"]) == 0, capsys.readouterr().err
+    assert fake.started == ["asg-od", "asg-spot"]
+    # The next roll with nothing changed: the record says the members run the current settings.
+    fake, _ = refresh(tencent_state({"asg-od": "B", "asg-spot": "B"}), tencent_state({"asg-od": "B", "asg-spot": "B"}),
+                      ["SUCCESSFUL"])
+    assert main(["roll", "--stack", "tencent-spot"]) == 0 and fake.started == []
+
+
+def test_a_refresh_that_pauses_is_cancelled_and_the_next_roll_refreshes_again(refresh, capsys):
+    """A failed batch (FAILED_PAUSE, where AUTO_CANCEL did not end it) keeps AS's group disabled: the roll cancels it,
+    says what to do and exits 1; the record did not move, so the next roll starts the refresh again."""
+    fake, _ = refresh(tencent_state({"asg-od": "A"}), tencent_state({"asg-od": "B"}), ["RUNNING", "FAILED_PAUSE"])
+    assert main(["roll", "--stack", "tencent-spot"]) == 1
+    assert fake.started == ["asg-od"] and fake.cancelled == [("asg-od", "asr-1")]
+    err = capsys.readouterr().err
+    assert "refresh asr-1 ended FAILED_PAUSE (cancelled)" in err and "`fleet roll` again" in err
+    fake, _ = refresh(tencent_state({"asg-od": "B"}), tencent_state({"asg-od": "B"}), ["SUCCESSFUL"])
+    assert main(["roll", "--stack", "tencent-spot"]) == 0 and fake.started == ["asg-od"]
 
 
 GROUP_ID, NEW_TAG, OLD_TAG = "asg-workers", "f516eea413a284a3", "0c1d2e3f40516273"
 
 
-def ess_state(user_data: str = NEW_TAG) -> dict:
-    """ali-spot's deployment after its `pulumi up`: the group, its configuration (changed in place: its user-data tag
-    is the new one) and the stack's outputs."""
+def ess_state(user_data: str = NEW_TAG, desired: int = 3, max_size: int = 5) -> dict:
+    """ali-spot's deployment after its `pulumi up`: the group with the size the stack gives it (ali-spot's workers: 3
+    expected, at most 5), its configuration (changed in place: its user-data tag is the new one) and the stack's
+    outputs."""
     stack = "ali-spot"
     return {"resources": [
         {"urn": f"urn:pulumi:{stack}::gpufleet::pulumi:pulumi:Stack::gpufleet-{stack}", "type": "pulumi:pulumi:Stack",
          "outputs": {"checkpointUri": CHECKPOINTS}},
         {"urn": f"urn:pulumi:{stack}::gpufleet::gpufleet:alicloud:Workers$alicloud:ess/scalingGroup:ScalingGroup::"
                 f"{stack}-workers", "type": "alicloud:ess/scalingGroup:ScalingGroup", "id": GROUP_ID,
-         "inputs": {"desiredCapacity": 3}},
+         "inputs": {"minSize": 1, "desiredCapacity": desired, "maxSize": max_size}},
         {"urn": f"urn:pulumi:{stack}::gpufleet::gpufleet:alicloud:Workers$alicloud:ess/scalingConfiguration:"
                 f"ScalingConfiguration::{stack}-worker-config", "type": "alicloud:ess/scalingConfiguration:"
          "ScalingConfiguration", "id": "asc-1",
@@ -223,32 +297,64 @@ def ess_state(user_data: str = NEW_TAG) -> dict:
 
 
 class FakeEss:
-    """ESS as the roll sees it: a member reported unhealthy leaves the group and ESS launches its successor from the
-    current configuration (tagged NEW_TAG), which writes `successor_mark` in the bucket (None: it writes none)."""
+    """ESS as its API documents it (docs/cloud-facts.md#rollout-alibaba), for a group whose members are `members`:
+    it keeps the expected number of instances (ModifyScalingGroup DesiredCapacity), launching from the current
+    configuration (tagged NEW_TAG; each launched instance writes `successor_mark` in the bucket, None: none) or
+    removing the surplus by the group's removal policy, NewestInstance first; it takes MaxSize >= DesiredCapacity >=
+    MinSize only; RemoveInstances fails below MinSize and lowers the expected number (DecreaseDesiredCapacity). An
+    instance reported unhealthy is removed, and nothing says ESS launches one in its place, so this one does not."""
 
-    def __init__(self, s3, members: list[Member], successor_mark: str | None = "in-service") -> None:
-        self.s3, self.held, self.successor_mark, self.taken = s3, list(members), successor_mark, []
+    def __init__(self, s3, members: list[Member], successor_mark: str | None = "in-service", desired: int = 3,
+                 max_size: int = 5, min_size: int = 1) -> None:
+        self.s3, self.held, self.successor_mark = s3, list(members), successor_mark
+        self.desired, self.max_size, self.min_size = desired, max_size, min_size
+        self.sizes: list[tuple[int, int]] = []
+        self.removed: list[str] = []
+        self.launched = 0
 
     def members(self, group_id: str) -> list[Member]:
         assert group_id == GROUP_ID
         return list(self.held)
 
-    def take_out(self, instance_id: str) -> None:
-        self.taken.append(instance_id)
+    def resize(self, group_id: str, size) -> None:
+        assert group_id == GROUP_ID and size.max_size >= size.desired >= self.min_size, size
+        self.sizes.append((size.desired, size.max_size))
+        self.desired, self.max_size = size.desired, size.max_size
+        self._keep_expected()
+
+    def remove(self, group_id: str, instance_id: str) -> None:
+        if len(self.held) - 1 < self.min_size:
+            raise EssFailed("ESS RemoveInstances failed: below MinSize")
         self.held = [m for m in self.held if m.instance_id != instance_id]
-        self.held.append(Member(f"{instance_id}-next", "Pending", "2026-12-03T12:00:00Z", NEW_TAG))
-        if self.successor_mark:
-            self.s3.put_object(Bucket=BUCKET, Key=f"c/nodes/{instance_id}-next", Body=self.successor_mark.encode())
+        self.removed.append(instance_id)
+        self.desired -= 1
+
+    def take_out(self, instance_id: str) -> None:
+        self.held = [m for m in self.held if m.instance_id != instance_id]
+
+    def _keep_expected(self) -> None:
+        while len(self.held) < self.desired:
+            self.launched += 1
+            launched = Member(f"i-new{self.launched}", "Pending", f"2026-12-09T09:00:0{self.launched}Z", NEW_TAG)
+            self.held.append(launched)
+            if self.successor_mark:
+                self.s3.put_object(Bucket=BUCKET, Key=f"c/nodes/{launched.instance_id}",
+                                   Body=self.successor_mark.encode())
+        while len(self.held) > self.desired:
+            newest = max(self.held, key=lambda m: m.added)
+            self.held.remove(newest)
+            self.removed.append(newest.instance_id)
 
 
 @pytest.fixture
 def ess(cloud, monkeypatch):
-    """members, successor_mark -> (the fake ESS, the pulumi calls); the stack's state is ess_state()."""
+    """members, successor_mark, desired, max_size -> (the fake ESS, the pulumi calls); the stack's state is
+    ess_state() with that size."""
 
-    def setup(members: list[Member], successor_mark: str | None = "in-service"):
-        calls = cloud([ess_state()], {})
+    def setup(members: list[Member], successor_mark: str | None = "in-service", desired: int = 3, max_size: int = 5):
+        calls = cloud([ess_state(desired=desired, max_size=max_size)], {})
         s3 = heal_command.s3_client("alicloud", "ap-southeast-1")
-        fake = FakeEss(s3, members, successor_mark)
+        fake = FakeEss(s3, members, successor_mark, desired, max_size)
         monkeypatch.setattr(heal_command, "ess_groups", lambda region: fake)
         return fake, calls
 
@@ -260,32 +366,46 @@ def test_roll_has_ess_replace_the_members_launched_from_older_settings_one_at_a_
                Member("i-a", "InService", "2026-12-01T09:00:00Z", None),
                Member("i-c", "InService", "2026-12-03T09:00:00Z", NEW_TAG)]
     fake, calls = ess(members)
-    assert main(["roll", "--stack", "ali-spot"]) == 0, capsys.readouterr().err
+    assert main(["roll", "--stack", "ali-spot", "--timeout", "5"]) == 0, capsys.readouterr().err
     assert ups(calls) == [[]], "one plain `pulumi up` changes the configuration in place"
-    assert fake.taken == ["i-a", "i-b"], "the longest-serving first; the one launched from the new settings stays"
+    assert fake.removed == ["i-a", "i-b"], "the longest-serving first; the one launched from the new settings stays"
+    # Each time: one more expected (a successor launched from the current configuration), then the stack's size.
+    assert fake.sizes == [(4, 5), (3, 5), (4, 5), (3, 5)]
+    assert sorted(m.instance_id for m in fake.held) == ["i-c", "i-new1", "i-new2"] and fake.desired == 3
     out = capsys.readouterr().out
-    assert "i-a's successor in ali-spot-workers (i-a-next) is in service" in out and "(2 of 2)" in out
+    assert "i-a's successor in ali-spot-workers (i-new1) is in service" in out and "(2 of 2)" in out
+
+
+def test_a_group_at_its_maximum_grows_past_it_for_the_roll_and_goes_back(ess, capsys):
+    members = [Member(f"i-{n}", "InService", f"2026-12-0{n}T09:00:00Z", OLD_TAG) for n in (1, 2)]
+    fake, _ = ess(members, desired=2, max_size=2)
+    assert main(["roll", "--stack", "ali-spot", "--timeout", "5"]) == 0, capsys.readouterr().err
+    assert fake.sizes == [(3, 3), (2, 2), (3, 3), (2, 2)] and fake.removed == ["i-1", "i-2"]
 
 
 def test_roll_stops_at_a_successor_that_failed_its_gate(ess, capsys):
-    members = [Member(f"i-{n}", "InService", f"2026-12-0{n}T09:00:00Z", OLD_TAG) for n in (1, 2)]
+    members = [Member(f"i-{n}", "InService", f"2026-12-0{n}T09:00:00Z", OLD_TAG) for n in (1, 2, 3)]
     fake, _ = ess(members, successor_mark="failed:gpus:7/8")
-    assert main(["roll", "--stack", "ali-spot"]) == 1
-    assert fake.taken == ["i-1"], "the second member stays in the job"
-    assert "(i-1-next) failed its gate (failed:gpus:7/8)" in capsys.readouterr().err
+    assert main(["roll", "--stack", "ali-spot", "--timeout", "5"]) == 1
+    assert fake.removed == ["i-new1"], "the failed successor goes (the newest), every old member stays in the job"
+    assert fake.held == members and fake.sizes == [(4, 5), (3, 5)]
+    err = capsys.readouterr().err
+    assert "(i-new1) failed its gate (failed:gpus:7/8)" in err and "i-1 stays in the job" in err
 
 
 def test_roll_stops_when_no_successor_passes_its_gate_in_time(ess, capsys):
-    fake, _ = ess([Member(f"i-{n}", "InService", f"2026-12-0{n}T09:00:00Z", OLD_TAG) for n in (1, 2)], None)
+    members = [Member(f"i-{n}", "InService", f"2026-12-0{n}T09:00:00Z", OLD_TAG) for n in (1, 2, 3)]
+    fake, _ = ess(members, None)
     assert main(["roll", "--stack", "ali-spot", "--timeout", "0"]) == 1
-    assert fake.taken == ["i-1"]
+    assert fake.held == members and fake.sizes == [(4, 5), (3, 5)]
     assert "i-1's successor in ali-spot-workers did not pass its gate within 0 s" in capsys.readouterr().err
 
 
 def test_a_group_rolled_already_is_left_alone(ess):
-    fake, _ = ess([Member("i-c", "InService", "2026-12-03T09:00:00Z", NEW_TAG)])
+    members = [Member("i-c", "InService", "2026-12-03T09:00:00Z", NEW_TAG)]
+    fake, _ = ess(members, desired=1)
     assert main(["roll", "--stack", "ali-spot"]) == 0
-    assert fake.taken == []
+    assert fake.sizes == [] and fake.held == members
 
 
 def test_heal_of_a_stack_without_node_instances_touches_nothing(cloud, capsys):
@@ -304,16 +424,18 @@ def test_the_local_cluster_rolls_with_fleet_up_and_heals_only_while_it_runs(caps
     assert "is not running" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("cloud_name", "region", "expected"), [
+@pytest.mark.parametrize(("cloud_name", "region", "endpoint", "expected"), [
     # docs/cloud-facts.md#oss-s3-api, #alibaba-oss-public-endpoint, #tencent-cos
-    ("alicloud", "ap-southeast-1", "https://s3.oss-ap-southeast-1.aliyuncs.com"),
-    ("alicloud", "cn-hangzhou", "https://s3.oss-cn-hangzhou-internal.aliyuncs.com"),
-    ("tencentcloud", "ap-shanghai", "https://cos.ap-shanghai.myqcloud.com"),
+    ("alicloud", "ap-southeast-1", None, "https://s3.oss-ap-southeast-1.aliyuncs.com"),
+    ("alicloud", "cn-hangzhou", None, "https://s3.oss-cn-hangzhou-internal.aliyuncs.com"),
+    ("alicloud", "cn-hangzhou", "public", "https://s3.oss-cn-hangzhou.aliyuncs.com"),
+    ("tencentcloud", "ap-shanghai", None, "https://cos.ap-shanghai.myqcloud.com"),
 ])
-def test_each_store_is_read_through_its_s3_api_virtual_hosted(cloud_name, region, expected):
+def test_each_store_is_read_through_its_s3_api_virtual_hosted(cloud_name, region, endpoint, expected):
+    """Where the plan's pipeline reaches the store: `fleet heal` and `fleet roll` read marks through that endpoint."""
     env = {"ALICLOUD_ACCESS_KEY": "ak", "ALICLOUD_SECRET_KEY": "sk", "TENCENTCLOUD_SECRET_ID": "ak",
            "TENCENTCLOUD_SECRET_KEY": "sk"}
-    client = s3_client(cloud_name, region, environ=env)
+    client = s3_client(CLOUDS[cloud_name].pipeline(region, endpoint).store, region, environ=env)
     assert client.meta.endpoint_url == expected
     assert client.meta.config.s3["addressing_style"] == "virtual", "OSS refuses path-style requests"
     assert client._request_signer._credentials.access_key == "ak"

@@ -20,8 +20,9 @@ def test_json_shape_and_exit_code(capsys):
     assert main(["plan", "--stack", "aws-p5", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert set(document) == {"stack", "cloud", "resources", "outputs", "cost", "capacity", "launchFallback",
-                             "warnings", "violations"}
+                             "pipeline", "warnings", "violations"}
     assert document["warnings"] == []
+    assert document["pipeline"] == {"runsIn": None, "runner": ["ubuntu-latest"], "storeEndpoint": None, "needs": None}
     (place,) = document["capacity"]
     assert place["chosen"] and place["candidate"] == "p5.48xlarge in us-east-1a", "no candidates: its own place"
     assert document["stack"] == "aws-p5" and document["cloud"] == "aws"
@@ -30,6 +31,16 @@ def test_json_shape_and_exit_code(capsys):
     assert resource["parent"] == "aws-p5-compute" and "metadataOptions" in resource["inputs"]
     assert resource["options"]["dependsOn"]
     assert document["cost"]["hourly"] > 0 and document["violations"] == []
+
+
+def test_a_mainland_alibaba_stack_says_its_pipeline_runs_in_the_region(capsys):
+    """The deploy, heal and drift workflows read this to pick the stack's runner (docs/gitops.md)."""
+    assert main(["plan", "--stack", "ali-erdma", "--json"]) == 0
+    pipeline = json.loads(capsys.readouterr().out)["pipeline"]
+    assert pipeline["runsIn"] == "cn-wulanchabu" and pipeline["runner"] == ["self-hosted", "gpufleet-cn-wulanchabu"]
+    assert pipeline["storeEndpoint"] == "https://s3.oss-cn-wulanchabu-internal.aliyuncs.com"
+    assert main(["plan", "--stack", "ali-erdma"]) == 0
+    assert "pipeline: runs on self-hosted, gpufleet-cn-wulanchabu" in capsys.readouterr().out
 
 
 def _notes(capsys, stack_file, prefix: str = "monitoring needs network.registryMirror") -> list[str]:
@@ -98,7 +109,8 @@ def test_a_mainland_alibaba_stack_says_what_the_account_needs(capsys):
     assert main(["plan", "--stack", "ali-spot"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "warning the code bundle is written through OSS's internal endpoint oss-cn-hangzhou-internal" in out
-    assert "run `pulumi up` on an ECS instance in cn-hangzhou, or set storage.bundleDomain" in out
+    assert ("run `pulumi up` on an ECS instance in cn-hangzhou, set storage.endpoint: public if the account "
+            "activated OSS before 2025-03-20, or set storage.bundleDomain") in out
 
 
 def test_invalid_stack_exits_2_with_the_field_and_no_traceback(tmp_path):

@@ -69,6 +69,21 @@ def test_flow_pieces_are_wired():
     assert deploy["jobs"]["up"]["environment"] == "${{ matrix.stack }}"
 
 
+def test_the_pipeline_runs_on_the_runner_each_stacks_plan_names():
+    """deploy, heal and drift list the stacks with the runner `fleet plan --json` names ("pipeline") and run each
+    there: an Alibaba mainland stack, whose bucket answers the pipeline only through OSS's internal endpoint by
+    default, on a self-hosted runner in its region; the others on GitHub's (docs/gitops.md)."""
+    for workflow, job in (("deploy.yml", "up"), ("heal.yml", "heal"), ("drift.yml", "drift")):
+        document = yaml.safe_load((ROOT / ".github" / "workflows" / workflow).read_text(encoding="utf-8"))
+        assert document["jobs"][job]["runs-on"] == "${{ matrix.runner }}", workflow
+        (listing,) = [s for s in document["jobs"]["stacks"]["steps"] if s.get("id") == "list"]
+        assert "stack_matrix.py --runners" in listing["run"], workflow
+    assert stack_matrix.runner(ROOT, "ali-spot") == ["self-hosted", "gpufleet-cn-hangzhou"]
+    assert stack_matrix.runner(ROOT, "tencent-spot") == ["ubuntu-latest"]
+    rows = stack_matrix.matrix(ROOT, lambda project, stack: [f"runner-of-{stack}"])
+    assert all(row["runner"] == [f"runner-of-{row['stack']}"] for row in rows)
+
+
 def test_stack_matrix_leaves_out_local():
     rows = stack_matrix.matrix(ROOT)
     assert rows and all(row["cloud"] != "local" for row in rows)

@@ -5,7 +5,8 @@ node's successors, and what their marks let the roll do next."""
 from __future__ import annotations
 
 from fleet.stacks import spec_and_plan
-from plan.group_roll import Member, rolls_groups, stale, successor, successors
+from plan.group_refresh import refreshed_to, refreshes_groups
+from plan.group_roll import HeldGroup, Member, Size, rolls_groups, settled, stale, successor, successors, surge
 from plan.paths import PROJECT_ROOT
 from spec.stackfile import load_stack_file
 
@@ -20,6 +21,23 @@ def test_only_alibabas_esss_groups_are_rolled_by_fleet_roll():
     assert rolls_groups(plan("ali-spot").rollout)
     # Fixed workers (replaced by targeted ups), groups that refresh themselves, the local cluster's `fleet up` roll.
     assert not any(rolls_groups(plan(stack).rollout) for stack in ("ali-erdma", "tencent-spot", "aws-p5", "local"))
+
+
+def test_only_tencents_as_groups_are_refreshed_by_fleet_roll():
+    assert refreshes_groups(plan("tencent-spot").rollout)
+    assert not any(refreshes_groups(plan(stack).rollout) for stack in ("tencent-hcc", "ali-spot", "aws-p5", "local"))
+
+
+def test_a_group_is_refreshed_only_from_older_settings_it_runs():
+    assert refreshed_to(None, None, "B") == "B", "made by this up: its members launch from the current settings"
+    assert refreshed_to(None, "A", "B") == "A", "held before: its members run the settings it had"
+    assert refreshed_to("A", "B", "B") == "A", "a refresh that did not succeed leaves the record where it was"
+
+
+def test_a_roll_grows_the_group_by_one_and_past_its_maximum_only_at_it():
+    assert (surge(HeldGroup("g", "asg", "t", 3, 5)), settled(HeldGroup("g", "asg", "t", 3, 5))) == (Size(4, 5),
+                                                                                                     Size(3, 5))
+    assert surge(HeldGroup("g", "asg", "t", 5, 5)) == Size(6, 6)
 
 
 def test_the_members_launched_from_older_settings_go_the_longest_serving_first():
