@@ -50,11 +50,10 @@ class DeployFacts:
 
 
 def lookups(spec: ClusterSpec, cloud: CloudProfile) -> Lookups:
-    """An image look-up for `image: auto` where the cloud has no alias; the account id where the default bucket's
-    name must carry it."""
+    """An image look-up for `image: auto` where the cloud has no alias; the account id where bucket names carry it:
+    the default bucket's name ends in it, and a bucket the stack names must be of that account."""
     image = cloud.auto_image.lookup if spec.image == "auto" else None
-    account = cloud.account_in_bucket and not (spec.storage.checkpoint_bucket or spec.storage.existing_bucket)
-    return Lookups(image=image, instance_type=spec.instance_type if image else "", account_id=account)
+    return Lookups(image=image, instance_type=spec.instance_type if image else "", account_id=cloud.account_in_bucket)
 
 
 def capacity_lookups(spec: ClusterSpec, stack: str, project: str | None = None) -> Lookups:

@@ -33,7 +33,7 @@ TWICE = {
     "json string, nested": "config:\n" + REGION + "  gpufleet:cluster: '{\"cloud\": \"aws\", \"network\": "
                            "{\"allowInternet\": false, \"allowInternet\": true}}'\n",
     "json string, escaped key": "config:\n" + REGION + "  gpufleet:cluster: '{\"network\": {\"allowInternet\": false, "
-                                "\"allow\\\\u0049nternet\": true}}'\n",
+                                "\"allow\\u0049nternet\": true}}'\n",
 }
 
 
