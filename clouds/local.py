@@ -68,7 +68,7 @@ LOCAL = CloudProfile(
     max_user_data_bytes=None,
     nat_egress=False,
     runs_here=True,
-    file_bucket="/tmp/gpufleet-{name}/bucket",
+    file_bucket="/tmp/gpufleet-{identity}/bucket",
     # Local nodes share the host's hostname, which gloo would resolve to the host: pin both to the node's own eth0.
     nccl_env=MappingProxyType({"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"}),
 )
@@ -84,5 +84,5 @@ LOCAL_MACHINES = dataclasses.replace(
     metadata_url="http://169.254.169.254/latest/meta-data",
     spot_notice_url="http://169.254.169.254/latest/meta-data/spot/instance-action",
     image_datasources="datasource_list: [ NoCloud, None ]\n",
-    file_bucket="/srv/gpufleet-{name}/bucket",
+    file_bucket="/srv/gpufleet-{identity}/bucket",
 )

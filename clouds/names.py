@@ -10,7 +10,7 @@ import ipaddress
 import re
 from collections.abc import Iterator
 
-from plan.limits import OWN_TAG_COUNT, OWN_TAG_KEYS, OWN_TAG_PREFIX, CloudLimits, TagRules
+from plan.limits import OWN_TAG_COUNT, CloudLimits, TagRules, own_tag
 from plan.profile import CloudProfile
 from spec.cluster import ClusterSpec
 from spec.errors import Problem
@@ -78,7 +78,7 @@ def bucket(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:
         return
     path = _at(f"storage.{key}")
     if cloud.bucket_scheme == "file":
-        yield Problem(path, "a local cluster keeps checkpoints in its own directory (/tmp/gpufleet-<name>/bucket), "
+        yield Problem(path, "a local cluster keeps checkpoints in its own directory (/tmp/gpufleet-<identity>/bucket), "
                       "not in a bucket.", f"remove {key}.")
         return
     if "://" in written or written.startswith("arn:") or "/" in written:
@@ -94,8 +94,7 @@ def bucket(spec: ClusterSpec, cloud: CloudProfile) -> Iterator[Problem]:
 
 def _own(key: str, lim: CloudLimits) -> bool:
     """gpufleet's own tags, and those it sets per resource on this cloud (AWS: Name)."""
-    lowered = key.lower()
-    return lowered.startswith(OWN_TAG_PREFIX) or lowered in (*OWN_TAG_KEYS, *lim.own_tag_keys)
+    return own_tag(key) or key.lower() in lim.own_tag_keys
 
 
 def _tag_reasons(key: str, value: str, rules: TagRules) -> list[str]:

@@ -1,6 +1,7 @@
-"""The Pulumi program of a bake stack (`gpufleet:bake` set, which `fleet image build` drives): phase `instance`
-declares the bake's one-node cluster with the cloud's own realizer, its head booting the bake user-data; phase
-`image` also makes the image from the head, once the bake powered it off (plan/bake.py)."""
+"""The Pulumi program of a bake stack, which `fleet image build` runs as a program of its own (Pulumi's Automation API,
+an inline program), never through `__main__.py`: phase `instance` declares the bake's one-node cluster with the
+cloud's own realizer, its head booting the bake user-data; phase `image` also makes the image from the head, once the
+bake powered it off (plan/bake.py)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from clouds.plans import bake_for
 from clouds.rules import validate
 from components.program import InvalidStack, cluster_config
 from components.realizers import look_up, realize
-from plan.bake import PHASES
 from plan.model import ClusterPlan
-from spec.configkeys import BAKE_KEY
 from spec.errors import Problem, SpecError
+
+# The bake's two `pulumi up`s: the machine boots and bakes (and powers off), then the image is made from it.
+MACHINE_PHASE, IMAGE_PHASE = "instance", "image"
 
 
 def image_module(cloud: str):
@@ -27,8 +29,6 @@ def image_module(cloud: str):
 def bake(phase: str) -> ClusterPlan:
     """Declare the bake's one-node cluster and, in phase `image`, the image made from it; returns the bake's plan."""
     try:
-        if phase not in PHASES:
-            raise SpecError([Problem(BAKE_KEY, f"is {phase!r}.", f"use one of {', '.join(PHASES)}.")])
         raw, region = cluster_config()
         spec = validate(raw, region, pulumi.get_stack())
         if CLOUDS[spec.cloud].runs_here:
@@ -39,13 +39,13 @@ def bake(phase: str) -> ClusterPlan:
     except SpecError as error:
         raise InvalidStack(error) from None
     images = image_module(spec.cloud)
-    if phase == "image":  # the bake powered its machine off: the image is made from it stopped, never restarted
+    if phase == IMAGE_PHASE:  # the bake powered its machine off: the image is made from it stopped, never restarted
         pulumi.runtime.register_stack_transformation(lambda args: _left_off(args, images))
     outputs = realize(baking.cluster)
     pulumi.export("bakeInstanceId", outputs["headInstanceId"])
     pulumi.export("imageMatrix", dict(baking.matrix))
     pulumi.export("imageMatrixDigest", baking.digest)
-    if phase == "image":
+    if phase == IMAGE_PHASE:
         pulumi.export("bakedImage", images.image_from_instance(baking, outputs["headInstanceId"]))
     return baking.cluster
 

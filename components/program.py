@@ -14,8 +14,9 @@ from plan.blocks import ending_warning
 from plan.mirrors import mirror_advice
 from plan.model import ClusterPlan
 from spec.cluster import ClusterSpec
+from spec.configkeys import BAKE_KEY, bake_key_problem
 from spec.errors import SpecError
-from spec.stackfile import CLUSTER_KEY
+from spec.stackfile import CLUSTER_KEY, cluster_object
 
 
 def region_key(raw: object) -> str | None:
@@ -33,8 +34,9 @@ def load(raw: object, region: str, stack: str) -> tuple[ClusterSpec, ClusterPlan
 
 
 def cluster_config() -> tuple[object, str]:
-    """The stack's cluster object and its region, from the config of the stack the Pulumi runtime is running."""
-    raw = pulumi.Config("gpufleet").get_object("cluster")
+    """The stack's cluster object and its region, from the config of the stack the Pulumi runtime is running: the
+    engine hands an object as JSON, which is read as the loader reads a cluster written as a JSON string."""
+    raw = cluster_object(pulumi.Config("gpufleet").get("cluster"))
     region = ""
     if key := region_key(raw):
         namespace, name = key.split(":")
@@ -56,8 +58,12 @@ class InvalidStack(pulumi.RunError):
 
 
 def main() -> ClusterPlan:
-    """Plan the stack and declare its resources; returns the plan it realized (the preview reads it off)."""
+    """Plan the stack and declare its resources; returns the plan it realized (the preview reads it off). A stack
+    holding the bake's key is refused: a bake runs only as `fleet image build`'s own program (components/
+    bake_program.py), never as a cluster stack's `pulumi up`, which would replace the cluster with one machine."""
     try:
+        if pulumi.Config("gpufleet").get(BAKE_KEY.split(":", 1)[1]) is not None:
+            raise SpecError([bake_key_problem()])
         cluster = plan_from_config()
     except SpecError as error:
         raise InvalidStack(error) from None

@@ -1,5 +1,6 @@
 """`fleet image build --stack NAME`: bakes the stack's node image on its cloud, through a bake stack `<NAME>-bake`
-(components/bake_program.py) driven with Pulumi's Automation API: `up` in phase `instance` (one machine boots the
+whose program is components/bake_program.py, run inline by Pulumi's Automation API in a workspace of its own (a
+temporary directory: no bake stack file is ever left in stacks/): `up` in phase `instance` (one machine boots the
 stack's node software on its base image, records the matrix and powers off), a refresh every POLL_S seconds until the
 cloud reports the machine stopped, `up` in phase `image` (the image from it, through the cloud's image service),
 then `destroy` (the image is kept). It prints the image and the `image:` value that makes the stack boot from it.
@@ -14,15 +15,18 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 
 from clouds import CLOUDS
-from components.bake_program import image_module
+from components import bake_program
+from components.bake_program import IMAGE_PHASE, MACHINE_PHASE, image_module
 from fleet.cli import add_stack_args
 from fleet.stacks import resolve, spec_and_plan
 from here.local.errors import EXIT_FAILED, EXIT_USAGE
-from plan.paths import PROJECT_ROOT
-from spec.configkeys import BAKE_KEY
+from plan.bake import BAKE_SUFFIX
+from plan.identity import project_name
 
 POLL_S = 30
 
@@ -57,22 +61,34 @@ def run(args) -> int:
         from fleet.image_boot import bake_here
 
         return bake_here(stack_file, spec, args.timeout)
-    try:
-        from pulumi import automation as auto
-
-        bake = auto.create_or_select_stack(stack_name=f"{stack_file.name}-bake", work_dir=str(PROJECT_ROOT))
-    except Exception as error:  # no Pulumi CLI, no backend login: said, not traced
-        print(f"fleet: image build needs the Pulumi CLI and a backend (`pulumi login`): {error}", file=sys.stderr)
-        return EXIT_USAGE
-    for key, value in stack_file.engine_config().items():
-        bake.set_config(key, auto.ConfigValue(value=value))
     base = "" if spec.image_base == "auto" else f", base: {spec.image_base}"
-    return _bake(bake, auto, spec.cloud, args.timeout, base)
+    # The bake stack's settings live in a workspace of its own, never in stacks/: no file there is ever a bake.
+    with tempfile.TemporaryDirectory(prefix="gpufleet-bake-") as workspace:
+        try:
+            from pulumi import automation as auto
+
+            bake = auto.create_or_select_stack(
+                stack_name=f"{stack_file.name}{BAKE_SUFFIX}", project_name=project_name(),
+                program=phase_program(MACHINE_PHASE), opts=auto.LocalWorkspaceOptions(work_dir=workspace))
+            bake.set_all_config({key: auto.ConfigValue(value=value)
+                                 for key, value in stack_file.engine_config().items()})
+        except Exception as error:  # no Pulumi CLI, no backend login: said, not traced
+            print(f"fleet: image build needs the Pulumi CLI and a backend (`pulumi login`): {error}", file=sys.stderr)
+            return EXIT_USAGE
+        return _bake(bake, auto, spec.cloud, args.timeout, base)
+
+
+def phase_program(phase: str) -> Callable[[], None]:
+    """The bake's program in one phase, as the Automation API runs it (inline, in this process)."""
+
+    def program() -> None:
+        bake_program.bake(phase)
+
+    return program
 
 
 def _bake(bake, auto, cloud: str, timeout: int, base: str) -> int:
     try:
-        bake.set_config(BAKE_KEY, auto.ConfigValue(value="instance"))
         machine = bake.up(on_output=print).outputs["bakeInstanceId"].value
         deadline = time.monotonic() + timeout
         while True:
@@ -84,8 +100,7 @@ def _bake(bake, auto, cloud: str, timeout: int, base: str) -> int:
                       "says why (the bake stack is left as it is).", file=sys.stderr)
                 return EXIT_FAILED
             time.sleep(POLL_S)
-        bake.set_config(BAKE_KEY, auto.ConfigValue(value="image"))
-        outputs = bake.up(on_output=print).outputs
+        outputs = bake.up(on_output=print, program=phase_program(IMAGE_PHASE)).outputs
         bake.destroy(on_output=print)
     except auto.errors.CommandError as error:
         print(f"fleet: a Pulumi step of the bake failed: {error}", file=sys.stderr)

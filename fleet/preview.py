@@ -188,15 +188,17 @@ def stand_in_facts(stack: StackFile, spec: ClusterSpec) -> tuple[ClusterSpec, De
     return look_up(spec, stack.name, PROJECT)
 
 
-def run_program(stack: StackFile, project_dir: Path = PROJECT_ROOT) -> Preview:
-    """Run `__main__.py` for a stack under mocks; a bad stack raises SpecError, exactly as the program found it."""
+def run_program(stack: StackFile, project_dir: Path = PROJECT_ROOT,
+                program: Callable[[], ClusterPlan] | None = None) -> Preview:
+    """Run `__main__.py` (or `program`, an inline one such as the bake's, returning its plan) for a stack under mocks;
+    a bad stack raises SpecError, exactly as the program found it."""
     monitor = _mock_runtime(stack)
-    program = project_dir / "__main__.py"
+    main = project_dir / "__main__.py"
     preview = Preview(stack=stack.name, resources=monitor.records, outputs=monitor.outputs, warnings=monitor.warnings)
 
     @pulumi.runtime.test
     def run() -> pulumi.Output:
-        preview.plan = runpy.run_path(str(program), run_name="__main__")["cluster"]
+        preview.plan = program() if program else runpy.run_path(str(main), run_name="__main__")["cluster"]
         preview.invokes = list(monitor.mocks.invokes)
         # Mocks register the stack's outputs before the program runs: read the exports off the root stack instead.
         exports = pulumi.Output.from_input(pulumi.runtime.get_root_resource().outputs)

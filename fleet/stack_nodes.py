@@ -16,6 +16,7 @@ from components.bake_program import image_module
 from plan.heal import NodeSeen
 from plan.model import ROLE_TAG
 from plan.paths import PROJECT_ROOT
+from spec.redaction import redacted
 
 STACK_TYPE = "pulumi:pulumi:Stack"
 # Every `pulumi up` holds to the stack's policy pack, as the deploy workflow's does.
@@ -45,7 +46,17 @@ class Pulumi:
         return done.stdout or ""
 
     def export(self) -> dict:
-        return json.loads(self.run("stack", "export", capture=True))["deployment"]
+        """The stack's deployment; an answer that holds none (a backend's notice, a truncated write) fails as a
+        pulumi command does, naming what came back."""
+        text = self.run("stack", "export", capture=True)
+        try:
+            deployment = json.loads(text)["deployment"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            deployment = None
+        if not isinstance(deployment, dict):
+            first = redacted(text.strip().split("\n", 1)[0][:120])
+            raise PulumiFailed(f"`pulumi stack export --stack {self.stack}` answered no deployment JSON: {first!r}")
+        return deployment
 
     def refresh(self, urns: Iterable[str]) -> None:
         self.run("refresh", "--yes", "--skip-preview", *_each("--target", urns))

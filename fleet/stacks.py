@@ -18,8 +18,14 @@ from spec.stackfile import CLUSTER_KEY, StackFile, load_stack_file, stack_name_p
 
 def resolve(stack: str | None, stack_file: str | None) -> StackFile:
     """`--stack NAME` reads stacks/Pulumi.NAME.yaml of this project (`org/project/NAME` names the same file);
-    `--stack-file PATH` reads PATH."""
-    if stack_file:
+    `--stack-file PATH` reads PATH; neither, the local stack. One given empty (a CI variable that was not set) is
+    refused, never read as the other or as none."""
+    for flag, given in (("--stack-file", stack_file), ("--stack", stack)):
+        if given is not None and not given.strip():
+            raise SpecError([Problem(flag, f"is empty ({given!r}), so it names no stack; a variable it was given may "
+                                     "be unset.", f"pass {flag} with the stack's {'path' if 'file' in flag else 'name'}"
+                                     ", or leave it out for the local stack.")])
+    if stack_file is not None:
         return load_stack_file(Path(stack_file))
     parts = (stack or "local").split("/")
     problem = next(filter(None, map(stack_name_problem, parts)), None)

@@ -21,8 +21,6 @@ from plan.profile import CloudProfile
 from spec.cluster import ClusterSpec
 from spec.names import CLUSTER_NAME_MAX, cluster_name
 
-# `gpufleet:bake`, the stack setting `fleet image build` drives: the machine boots and bakes, then the image is made.
-PHASES = ("instance", "image")
 MATRIX_TAG = "gpufleet:image-matrix"
 BAKE_SUFFIX = "-bake"
 

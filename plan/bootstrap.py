@@ -146,7 +146,7 @@ def _units(node: NodePlan) -> list[str]:
         units.append("gpufleet-spot.service")
     if node.role == "head":
         units += ["gpufleet-discover.service", "gpufleet-discover.timer"]
-    if node.gpu_metric:
+    if node.gpu_metric_namespace:
         units += ["gpufleet-gpu-metric.service", "gpufleet-gpu-metric.timer"]
     return units
 

@@ -76,10 +76,16 @@ def candidates(spec: ClusterSpec) -> tuple[Candidate, ...]:
 
 
 def applied(spec: ClusterSpec, candidate: Candidate) -> ClusterSpec:
-    """The spec as it is on this candidate: its zone and type, on demand throughout where the candidate says so."""
+    """The spec as it is on this candidate: its zone and type, on demand throughout where the candidate says so. A
+    reservation the stack names (an ODCR or a Capacity Block: `market.reservationId`) holds the stack's own type in
+    its own zone and nothing else (docs/cloud-facts.md#aws-capacity): on a candidate of another type or zone the nodes
+    launch without it, or every launch there would fail. A Capacity Block the stack names none of is the look-up's,
+    found for each candidate in its own zone and type."""
     market = spec.market
     if candidate.on_demand:
         market = market.model_copy(update={"spot_percent": 0, "max_spot_price": None})
+    if market.reservation_id and (candidate.zone, candidate.instance_type) != (spec.zone, spec.instance_type):
+        market = market.model_copy(update={"reservation_id": None, "capacity_block": False})
     return spec.model_copy(update={"zone": candidate.zone, "instance_type": candidate.instance_type,
                                    "market": market, "candidates": []})
 

@@ -50,10 +50,11 @@ class DeployFacts:
 
 
 def lookups(spec: ClusterSpec, cloud: CloudProfile) -> Lookups:
-    """An image look-up for `image: auto` where the cloud has no alias; the account id where the default bucket's
-    name must carry it."""
+    """An image look-up for `image: auto` where the cloud has no alias; the account id where bucket names carry it
+    and the stack names no bucket to create: the default bucket's name ends in it, and an existing bucket the stack
+    names must be of that account (and not its own default)."""
     image = cloud.auto_image.lookup if spec.image == "auto" else None
-    account = cloud.account_in_bucket and not (spec.storage.checkpoint_bucket or spec.storage.existing_bucket)
+    account = cloud.account_in_bucket and spec.storage.checkpoint_bucket is None
     return Lookups(image=image, instance_type=spec.instance_type if image else "", account_id=account)
 
 

@@ -34,3 +34,9 @@ def identity_digest(project: str, stack: str, region: str) -> str:
 def cluster_identity(name: str, project: str, stack: str, region: str) -> str:
     """`<name>-<digest>`: readable in a console, unique per project, stack and region."""
     return f"{name}-{identity_digest(project, stack, region)}"
+
+
+def metric_namespace(identity: str) -> str:
+    """The cluster's own metric namespace (`gpufleet/<identity>`): its nodes may publish only there, so no cluster's
+    nodes can write the series another cluster's workers scale on (docs/cloud-facts.md#aws-gpu-metric)."""
+    return f"gpufleet/{identity}"

@@ -69,6 +69,15 @@ class CloudLimits:
 # Tag keys gpufleet writes itself: discovery, IAM conditions and `fleet` commands rely on their values.
 OWN_TAG_PREFIX = "gpufleet:"
 OWN_TAG_KEYS = ("managed-by",)
+# Tags an object in the bucket takes, on S3 and COS alike (docs/cloud-facts.md#object-tags): objects carry only
+# gpufleet's own (ClusterPlan.object_tag_map).
+OBJECT_TAGS_MAX = 10
+
+
+def own_tag(key: str) -> bool:
+    """One of gpufleet's own tag keys (gpufleet:*, managed-by), compared as the clouds do, case-insensitively."""
+    lowered = key.lower()
+    return lowered.startswith(OWN_TAG_PREFIX) or lowered in OWN_TAG_KEYS
 # Tags gpufleet puts on a resource besides the stack's, at most: gpufleet:cluster, gpufleet:stack, managed-by, the
 # role tag, and AWS's Name or, on an Alibaba ESS worker, gpufleet:health (a failed node's) and gpufleet:user-data
 # (plan/rollout.py USER_DATA_TAG).

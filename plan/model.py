@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from plan.catalog import InstanceType
+from plan.limits import own_tag
 from plan.node import Mirrors, NodePlan, SoftwarePlan
 
 if TYPE_CHECKING:
@@ -241,6 +242,9 @@ class StoragePlan:
     code_upload: CodeUpload
     root_volume_gb: int
     existing: bool = False  # the stack's `existingBucket`: read, never created, configured or deleted by the stack
+    # Where in the bucket the cluster's objects are ("<identity>/" in a bucket the stack does not own, "" in its
+    # own): every object key and the nodes' grants start with it.
+    prefix: str = ""
 
 
 @dataclass(frozen=True)
@@ -287,7 +291,7 @@ class RolePlan:
     @property
     def gpu_metric(self) -> bool:
         """Its nodes publish their GPU utilisation: every node of a cluster whose workers scale on it."""
-        return self.node.gpu_metric
+        return bool(self.node.gpu_metric_namespace)
 
     @property
     def tag_map(self) -> dict[str, str]:
@@ -347,5 +351,12 @@ class ClusterPlan:
 
     @property
     def tag_map(self) -> dict[str, str]:
-        """Tags of every resource that is not a node (nodes carry their role's)."""
+        """Tags of every resource that is not a node (nodes carry their role's) nor an object in the bucket."""
         return dict(self.tags)
+
+    @property
+    def object_tag_map(self) -> dict[str, str]:
+        """Tags of the objects gpufleet writes into the bucket (the code bundle): gpufleet's own, which name the
+        cluster, not the stack's. An object takes at most OBJECT_TAGS_MAX (S3, COS), far fewer than the stack may
+        write (docs/cloud-facts.md#object-tags); the bucket, which cost allocation reads, carries them all."""
+        return {key: value for key, value in self.tags if own_tag(key)}

@@ -104,7 +104,9 @@ class NodePlan:
     spot_notice_url: str  # the cloud's spot notice endpoint (CloudProfile); local: the fake metadata's
     spot_poll_s: int  # how often the watcher polls it
     spot_grace_s: int  # how long after a notice the watcher has to push the checkpoint
-    gpu_metric: bool  # publish GPU utilisation every minute (gpufleet-gpu-metric.timer): the series workers scale on
+    # The cluster's own metric namespace its GPU utilisation goes to every minute (gpufleet-gpu-metric.timer): the
+    # series its workers scale on; "" = the node publishes none.
+    gpu_metric_namespace: str
     metadata_url: str  # the cloud's instance metadata root, ".../latest/meta-data"
     imds_token_url: str  # metadata session token URL where the cloud requires a token; "" = plain GETs
     imds_token_header: str  # the token's header; its TTL header adds "-ttl-seconds"

@@ -3,7 +3,7 @@ beyond reading the bundled training code to hash it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from plan import catalog
@@ -42,7 +42,9 @@ from plan.rollout import REFRESH, REPLACE, RolloutPlan
 from plan.software import plan_software
 from plan.userdata import METRICS_PORTS, Job, plan_node
 from spec.cluster import BakedImage, ClusterSpec
+from spec.errors import Problem, SpecError
 from spec.jobs import job_args
+from spec.stackfile import CLUSTER_KEY
 
 # Where checkpoints go in the bucket; the code bundle sits beside them under code/.
 CHECKPOINT_PREFIX = "checkpoints"
@@ -52,24 +54,47 @@ def _bucket(spec: ClusterSpec, cloud: CloudProfile, name: str, digest: str,
             facts: DeployFacts) -> tuple[str, str | None]:
     """The stack's bucket, else one named after the cluster plus the short hash of its identity (the same for every
     run of the stack, another for any other project, stack or region); with the account id the cloud's bucket names
-    carry, if any."""
-    if written := spec.storage.checkpoint_bucket or spec.storage.existing_bucket:
+    carry, if any. An existing bucket that is the stack's own default, or that names another account, is refused."""
+    own = cloud.bucket_name(name, digest, spec.region, facts.account_id)
+    existing = spec.storage.existing_bucket
+    if existing and (problems := list(_existing_problems(existing, own, cloud, facts.account_id))):
+        raise SpecError(problems)
+    if written := spec.storage.checkpoint_bucket or existing:
         return written, cloud.bucket_account(written)
-    return cloud.bucket_name(name, digest, spec.region, facts.account_id), facts.account_id
+    return own, facts.account_id
 
 
-def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str, digest: str, facts: DeployFacts) -> StoragePlan:
+def _existing_problems(existing: str, own: str, cloud: CloudProfile, account: str | None) -> Iterator[Problem]:
+    field = f"{CLUSTER_KEY}.storage.existingBucket"
+    if existing == own:
+        yield Problem(field, f"{existing!r} is the bucket this stack makes itself when it names none: read as an "
+                      "existing bucket, the next `pulumi up` would delete its encryption and public-access block, then "
+                      "fail to delete the bucket, which holds the checkpoints.", "remove existingBucket; the stack "
+                      "keeps its own bucket.")
+    if (named := cloud.bucket_account(existing)) and account and named != account:
+        yield Problem(field, f"{existing!r} ends in account {named}, but this stack deploys into account {account}: "
+                      "its nodes' role could never reach that bucket.", f"name a bucket of account {account} "
+                      f"(<name>-{account}), or remove existingBucket for the stack's own.")
+
+
+def _storage(spec: ClusterSpec, cloud: CloudProfile, name: str, identity: str, digest: str,
+             facts: DeployFacts) -> StoragePlan:
+    """The bucket, and where in it the cluster keeps its objects: a bucket the stack does not own (`existingBucket`,
+    which other clusters or people may use) only under a prefix of the cluster's identity, which its nodes' grants
+    are limited to; its own bucket whole."""
     bucket, account = _bucket(spec, cloud, name, digest, facts)
+    prefix = f"{identity}/" if spec.storage.existing_bucket is not None else ""
     sha = bundle_sha256(kernels=spec.job.kernels != "off")
-    code_key = f"code/{sha}.tar.gz"
-    root = (f"file://{cloud.file_bucket.format(name=name)}" if cloud.bucket_scheme == "file"
-            else f"{cloud.bucket_scheme}://{bucket}")
+    code_key = f"{prefix}code/{sha}.tar.gz"
+    root = (f"file://{cloud.file_bucket.format(identity=identity)}" if cloud.bucket_scheme == "file"
+            else f"{cloud.bucket_scheme}://{bucket}/{prefix}".rstrip("/"))
     upload = cloud.code_upload(spec.region, bucket, spec.storage.bundle_domain, spec.storage.endpoint)
     if isinstance(upload, str):
         raise ValueError(f"storage.bundleDomain reached the planner where it does not apply: {upload}")
     return StoragePlan(bucket=bucket, account_id=account, checkpoint_uri=f"{root}/{CHECKPOINT_PREFIX}",
                        code_key=code_key, code_uri=f"{root}/{code_key}", code_sha256=sha, code_upload=upload,
-                       root_volume_gb=spec.storage.root_volume_gb, existing=spec.storage.existing_bucket is not None)
+                       root_volume_gb=spec.storage.root_volume_gb, existing=spec.storage.existing_bucket is not None,
+                       prefix=prefix)
 
 
 def _pipeline(spec: ClusterSpec, cloud: CloudProfile) -> PipelinePlan:
@@ -162,7 +187,7 @@ def plan(spec: ClusterSpec, stack: str, cloud: CloudProfile, facts: DeployFacts 
     placements = cloud.placement(ask_of(spec, row))
     if isinstance(placements, str):
         raise ValueError(f"unplaceable spec reached the planner: {placements}")
-    storage = _storage(spec, cloud, name, digest, facts)
+    storage = _storage(spec, cloud, name, identity, digest, facts)
     image = _image(spec, cloud, facts)
     software = plan_software(image, row, fabric.kind)
     ranks = ranks_per_node(spec, row)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from plan.catalog import InstanceType
 from plan.health import plan_health
+from plan.identity import metric_namespace
 from plan.matrix import image_matrix
 from plan.mirrors import rehomed
 from plan.model import HEAD, WORKER, FabricPlan, LifecyclePlan, MarketPlan, NetworkPlan, StoragePlan
@@ -105,7 +106,7 @@ def plan_node(spec: ClusterSpec, cloud: CloudProfile, row: InstanceType, role: s
         launch_hook=lifecycle.launch_hook.hook if worker and lifecycle.launch_hook else "",
         spot_notice_url=cloud.spot_notice_url, spot_poll_s=SPOT_POLL_S, spot_grace_s=SPOT_GRACE_S,
         # Where the workers scale on GPU utilisation, every node (head and workers) writes the cluster's one series.
-        gpu_metric=spec.autoscaling.gpu_util_target is not None,
+        gpu_metric_namespace=metric_namespace(name) if spec.autoscaling.gpu_util_target is not None else "",
         metadata_url=cloud.metadata_url, imds_token_url=cloud.imds_token_url,
         imds_token_header=cloud.imds_token_header, software=software, permanent_failures=PERMANENT_FAILURES,
         failure_budget=FAILURE_BUDGET, failure_uri=failure_records(storage.checkpoint_uri),

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from policy.base import WILDCARDS, Inputs, Reader, known
+from policy.base import WILDCARDS, Inputs, Reader, Resource, known
 from policy.readers import reader_for
 
 
@@ -41,15 +41,39 @@ def _findings(reader: Reader, document: dict[str, Any]) -> Iterator[str]:
                 yield f"{name} grants {', '.join(actions)} on every resource, every bucket included."
 
 
-def bucket_wildcards(kind: str, inputs: Inputs) -> Iterator[str]:
-    """Object-storage permissions on a wildcard bucket, or on `*`, in any cloud's policy documents."""
-    reader = reader_for(kind)
-    for raw in reader.policy_documents(kind, inputs) if reader else ():
+def _documents(reader: Reader, kind: str, inputs: Inputs) -> Iterator[dict[str, Any] | None]:
+    """Each permission document a resource holds, its keys lower-cased; None for one that is not JSON."""
+    for raw in reader.policy_documents(kind, inputs):
         if not known(raw):
             continue
         try:
-            document = _lower_keys(json.loads(raw) if isinstance(raw, str) else raw)
+            yield _lower_keys(json.loads(raw) if isinstance(raw, str) else raw)
         except json.JSONDecodeError:
+            yield None
+
+
+def written_buckets(resources: list[Resource]) -> set[str]:
+    """The buckets, each named (no wildcard), that the stack's permission documents let write objects into: where
+    its nodes keep checkpoints, a bucket of the stack's own or one it uses as it finds it (`existingBucket`)."""
+    found = set()
+    for resource in resources:
+        reader = reader_for(resource["type"])
+        for document in _documents(reader, resource["type"], resource["inputs"]) if reader else ():
+            for statement in map(_lower_keys, _listed((document or {}).get("statement"))):
+                actions = [str(a).lower() for a in _listed(statement.get("action"))]
+                if str(statement.get("effect", "")).lower() != "allow" or not any(
+                        a.startswith(reader.storage_actions) and a.endswith(":putobject") for a in actions):
+                    continue
+                buckets = (reader.bucket_of(str(r)) for r in _listed(statement.get("resource")))
+                found |= {b for b in buckets if b and not any(w in b for w in WILDCARDS)}
+    return found
+
+
+def bucket_wildcards(kind: str, inputs: Inputs) -> Iterator[str]:
+    """Object-storage permissions on a wildcard bucket, or on `*`, in any cloud's policy documents."""
+    reader = reader_for(kind)
+    for document in _documents(reader, kind, inputs) if reader else ():
+        if document is None:
             yield "the policy document is not JSON, so what it grants cannot be judged."
             continue
         for finding in _findings(reader, document):

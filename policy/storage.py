@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from policy.access import written_buckets
 from policy.base import Inputs, Resource, of_type
 from policy.readers import reader_for, readers
 
@@ -20,8 +21,9 @@ def spot_resources(resources: list[Resource]) -> list[Resource]:
 
 
 def spot_has_checkpoint_bucket(resources: list[Resource]) -> Iterable[tuple[str, str]]:
-    """Spot nodes vanish with two minutes' notice: without a bucket their training is lost."""
-    if of_type(resources, *(kind for reader in readers() for kind in reader.buckets())):
+    """Spot nodes vanish with two minutes' notice: without a bucket their training is lost. The bucket is the stack's
+    own, or one it uses as it finds it (`existingBucket`: no resource of the stack) that the nodes may write into."""
+    if of_type(resources, *(kind for reader in readers() for kind in reader.buckets())) or written_buckets(resources):
         return
     for resource in spot_resources(resources):
         yield resource["name"], "spot capacity without a checkpoint bucket in the stack; add storage for checkpoints."

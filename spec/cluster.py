@@ -265,6 +265,8 @@ _FIXES = {
     "less_than": "lower it.",
     "value_error": "correct the value as described.",
     "control_character": "write it on one line, in quotes (`|` and `>` blocks end in a line break; use `|-`).",
+    "credential": "remove the user and password: gpufleet takes mirrors and endpoints that answer without them (a "
+                  "mirror inside the VPC, or one that allows the nodes' network).",
 }
 
 

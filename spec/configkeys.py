@@ -15,9 +15,17 @@ from typing import Any
 from spec.errors import Problem
 
 CLUSTER_KEY = "gpufleet:cluster"
-# The phase of a bake stack, which `fleet image build` sets (components/bake_program.py).
+# The key that once made a stack a bake (`fleet image build` now runs the bake as a program of its own,
+# components/bake_program.py): refused wherever it is written, since `pulumi up` of a cluster's stack holding it would
+# have replaced the cluster with one bake machine.
 BAKE_KEY = "gpufleet:bake"
 NAMESPACE = "gpufleet"
+
+
+def bake_key_problem() -> Problem:
+    return Problem(BAKE_KEY, "makes a stack a bake, which only `fleet image build` runs, as a program of its own: in a "
+                   "cluster's stack, `pulumi up` would replace the cluster with one bake machine.",
+                   "remove it; `fleet image build --stack NAME` bakes the stack's image.")
 
 
 @dataclass(frozen=True)
@@ -62,9 +70,10 @@ def config_key_problems(config: Mapping[str, Any], providers: Mapping[str, Provi
             problems.append(Problem(key, "has no namespace: Pulumi config keys are namespace:name, and gpufleet reads "
                                     f"only `{CLUSTER_KEY}` and the provider's region key.",
                                     f"move its settings under `{CLUSTER_KEY}`, or remove it."))
-        elif namespace == NAMESPACE and key not in (CLUSTER_KEY, BAKE_KEY):
-            problems.append(Problem(key, f"is in gpufleet's namespace, but gpufleet reads only `{CLUSTER_KEY}` (and "
-                                    f"`{BAKE_KEY}`, which `fleet image build` sets): this "
+        elif key == BAKE_KEY:
+            problems.append(bake_key_problem())
+        elif namespace == NAMESPACE and key != CLUSTER_KEY:
+            problems.append(Problem(key, f"is in gpufleet's namespace, but gpufleet reads only `{CLUSTER_KEY}`: this "
                                     "would be ignored.", f"move its settings under `{CLUSTER_KEY}`, or remove it "
                                     "(a note belongs in a YAML comment)."))
         elif (keys := providers.get(namespace)) is not None:

@@ -1,6 +1,6 @@
 """The base of every model of the `gpufleet:cluster` object (spec/cluster.py, the job's settings in
-spec/jobs.py): frozen, unknown keys refused, camelCase keys, a flag never read as a number, and no control
-character (a line break included) in any text."""
+spec/jobs.py): frozen, unknown keys refused, camelCase keys, a flag never read as a number, no control
+character (a line break included) and no credential in a URL in any text."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
+
+from spec.redaction import holds_credential, redacted
 
 
 def _leaf_types(annotation: Any) -> list[Any]:
@@ -68,4 +70,20 @@ class SpecModel(BaseModel):
                 kind = "a line break" if char in "\n\r" else f"the control character {char!r}"
                 raise PydanticCustomError("control_character", "{text} holds {kind}; the value is one line of text",
                                           {"text": repr(text[:60]), "kind": kind})
+        return value
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_credential(cls, value: Any, info: ValidationInfo) -> Any:
+        """A stack file is committed and every value reaches user-data, tags, outputs or logs: a URL's user and
+        password in any of them is published. The message shows the value with the password written xxxxx; a map
+        that is a model of its own is left to that model, which names the field."""
+        leaves = _leaf_types(cls.model_fields[info.field_name].annotation)
+        if isinstance(value, dict) and any(isinstance(leaf, type) and issubclass(leaf, BaseModel) for leaf in leaves):
+            return value
+        for text in _texts(value):
+            if holds_credential(text):
+                raise PydanticCustomError("credential", "{text} holds a user and password in a URL, which a committed "
+                                          "stack file, the nodes' user-data and every log would show",
+                                          {"text": repr(redacted(text[:120]))})
         return value

@@ -2,7 +2,8 @@
 
 Whatever the file holds, the answer is a StackFile or a SpecError that names the file and says what to do: a file
 that cannot be read, is not text, is in an encoding no editor should have saved it in, holds a control character
-(comments included), repeats a key or a `<<:` merge (YAML would keep the last one silently), writes a number YAML 1.1
+(comments included), repeats a key or a `<<:` merge (YAML would keep the last one silently; so would JSON, in a
+cluster written as a JSON string), holds half a character (a lone surrogate escape), writes a number YAML 1.1
 and 1.2 read differently, nests or expands aliases beyond any stack's size, or does not parse; and config keys that
 nothing would read, or that hold a provider's credentials in plain text (spec/configkeys.py).
 """
@@ -272,14 +273,27 @@ def _parse(text: str, source: str) -> Any:
             loader.dispose()
 
 
+def _lone_surrogate(text: str) -> str | None:
+    """A surrogate code point, which an escape between \\uD800 and \\uDFFF (YAML or JSON) makes of half a character:
+    no encoding can write it, so it would stop the plan where the value reaches user-data."""
+    return next((char for char in text if unicodedata.category(char) == "Cs"), None)
+
+
 def _plain(value: Any, where: str, source: str) -> None:
-    """Only what the engine's config holds (maps with string keys, lists, strings, numbers, booleans, null)."""
+    """Only what the engine's config holds (maps with string keys, lists, strings, numbers, booleans, null), and text
+    that is text: no lone surrogate in a key or a value."""
     if isinstance(value, dict):
         for key, item in value.items():
-            _plain(item, f"{where}.{key}" if where else str(key), source)
+            path = f"{where}.{key}" if where else str(key)
+            _plain(key, path, source)
+            _plain(item, path, source)
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _plain(item, f"{where}.{index}", source)
+    elif isinstance(value, str) and (char := _lone_surrogate(value)) is not None:
+        raise SpecError([Problem(ascii(where)[1:-1], f"holds the escape {ascii(char)[1:-1]}, half of a character "
+                                 "(a lone surrogate), which no text can hold.", "write the character itself, or "
+                                 "both halves of its pair.")], source)
     elif not isinstance(value, str | int | float | bool | type(None)):
         raise SpecError([Problem(where, f"holds a YAML {type(value).__name__} value; stack config holds strings, "
                                  "numbers, true/false, lists and maps.", "quote the value to make it a string.")],
@@ -305,17 +319,31 @@ def _misspelt(config: dict[str, Any], source: str) -> None:
         raise SpecError(problems, source)
 
 
-def _cluster_object(config: dict[str, Any]) -> None:
-    """A cluster written as a JSON string is an object to the program (pulumi.Config.get_object parses it): the
-    same here, so `fleet` and `pulumi up` read the same stack."""
-    value = config.get(CLUSTER_KEY)
-    if isinstance(value, str):
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            return
-        if isinstance(parsed, dict):
-            config[CLUSTER_KEY] = parsed
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once: JSON parsers keep the last of a repeated key silently, as YAML
+    would, so what a reviewer reads first would not be what deploys."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _Refused(CLUSTER_KEY, f"gives `{key}` twice in one object of its JSON; the program would keep "
+                           "only the last", "keep one of them.")
+        seen[key] = value
+    return seen
+
+
+def cluster_object(value: Any, source: str = "") -> Any:
+    """The cluster as the program reads it: a JSON string (a documented form) is the object it holds, a key it repeats
+    refused as YAML's are; anything else as it is. `fleet` (the loader) and `pulumi up` (components/program.py) both
+    read the cluster through this, so they read the same stack."""
+    if not isinstance(value, str):
+        return value
+    try:
+        parsed = json.loads(value, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError:
+        return value
+    except _Refused as refused:
+        raise SpecError([Problem(refused.where, f"{refused.message}.", refused.fix)], source) from None
+    return parsed if isinstance(parsed, dict) else value
 
 
 def load_stack_file(path: Path) -> StackFile:
@@ -331,11 +359,12 @@ def load_stack_file(path: Path) -> StackFile:
     if not isinstance(config, dict):
         raise SpecError([Problem("config", "the stack file has no `config:` map.",
                                  f"put the cluster under `config: {{{CLUSTER_KEY}: {{...}}}}`.")], source)
+    if CLUSTER_KEY in config:
+        config[CLUSTER_KEY] = cluster_object(config[CLUSTER_KEY], source)
     _plain(config, "", source)
     _misspelt(config, source)
     if problems := config_key_problems(config, PROVIDER_KEYS):
         raise SpecError(problems, source)
-    _cluster_object(config)
     name = stack_name_of(path)
     if problem := stack_name_problem(name):
         raise SpecError([Problem("stack", f"{problem}.", "rename the file to Pulumi.<name>.yaml with a name of "

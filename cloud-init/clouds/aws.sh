@@ -61,7 +61,7 @@ cloud_complete_drain() { complete_hook "$1"; } # HOOK: the checkpoint is in the 
 
 cloud_complete_launch() { complete_hook "$1"; } # HOOK: the bootstrap is done, the launch goes on
 
-cloud_publish_gpu_util() { # PERCENT: the cluster's one series, which the worker group's target tracking reads
-  aws_cli cloudwatch put-metric-data --region "$GF_REGION" --namespace gpufleet --metric-name GPUUtilization \
-    --dimensions "Cluster=$GF_CLUSTER" --unit Percent --value "$1"
+cloud_publish_gpu_util() { # PERCENT: the cluster's one series, in its own namespace, which its target tracking reads
+  aws_cli cloudwatch put-metric-data --region "$GF_REGION" --namespace "$GF_GPU_METRIC_NAMESPACE" \
+    --metric-name GPUUtilization --dimensions "Cluster=$GF_CLUSTER" --unit Percent --value "$1"
 }

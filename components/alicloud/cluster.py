@@ -41,7 +41,7 @@ class AliCluster(pulumi.ComponentResource):
         fixed = worker_instances(name, nodes, plan.worker, tuple(g for g in plan.workers if g.form == INSTANCES),
                                  head.deployment_set.id if head.deployment_set else None, child)
         # The grant names the bucket through its resource, so it waits for the bucket (made or read) to exist.
-        identity.grant(storage.bucket_name, region=plan.region, cluster=plan.identity,
+        identity.grant(storage.bucket_name, prefix=plan.storage.prefix, region=plan.region, cluster=plan.identity,
                        scaling_groups=[group.group.id for group in scaled])
         self.outputs = ClusterOutputs(
             **plan_outputs(plan), headInstanceId=head.instance.id, image=head.instance.image_id,

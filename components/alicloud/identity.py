@@ -15,14 +15,17 @@ from plan.permissions import ANY, BUCKET, OBJECTS, OWN_GROUPS, OWN_INSTANCES, ac
 CALLS = ALICLOUD.node_calls  # what the nodes call, with the action each needs
 
 
-def node_policy(bucket_name: str, *, region: str, cluster: str, scaling_groups: Sequence[str] = ()) -> dict:
+def node_policy(bucket_name: str, *, region: str, cluster: str, scaling_groups: Sequence[str] = (),
+                prefix: str = "") -> dict:
     """Least privilege: the action of each call a node makes (CloudProfile.node_calls,
-    docs/cloud-facts.md#node-permissions) on one bucket; list nodes; tag only the cluster's instances (by its tag)
-    and mark unhealthy only in its own scaling groups (docs/cloud-facts.md#alibaba-node-permissions)."""
+    docs/cloud-facts.md#node-permissions) on one bucket (in a bucket the stack does not own, only under the cluster's
+    `prefix`, listing by the `oss:Prefix` condition); list nodes; tag only the cluster's instances (by its tag) and
+    mark unhealthy only in its own scaling groups (docs/cloud-facts.md#alibaba-node-permissions)."""
     bucket = f"acs:oss:*:*:{bucket_name}"
+    listing = {"Condition": {"StringLike": {"oss:Prefix": [f"{prefix}*"]}}} if prefix else {}
     statements = [
-        {"Effect": "Allow", "Action": actions(CALLS, BUCKET), "Resource": [bucket]},
-        {"Effect": "Allow", "Action": actions(CALLS, OBJECTS), "Resource": [f"{bucket}/*"]},
+        {"Effect": "Allow", "Action": actions(CALLS, BUCKET), "Resource": [bucket], **listing},
+        {"Effect": "Allow", "Action": actions(CALLS, OBJECTS), "Resource": [f"{bucket}/{prefix}*"]},
         {"Effect": "Allow", "Action": actions(CALLS, ANY), "Resource": ["*"]},
         {"Effect": "Allow", "Action": actions(CALLS, OWN_INSTANCES),
          "Resource": [f"acs:ecs:{region}:*:instance/*"],
@@ -48,11 +51,11 @@ class AliIdentity(pulumi.ComponentResource):
                                       opts=pulumi.ResourceOptions(parent=self))
         self.register_outputs({"roleName": self.role.role_name})
 
-    def grant(self, bucket: pulumi.Input[str], *, region: str, cluster: str,
+    def grant(self, bucket: pulumi.Input[str], *, prefix: str, region: str, cluster: str,
               scaling_groups: Sequence[pulumi.Input[str]]) -> None:
         child = pulumi.ResourceOptions(parent=self)
         document = pulumi.Output.all(bucket, *scaling_groups).apply(lambda names: json.dumps(
-            node_policy(names[0], region=region, cluster=cluster, scaling_groups=names[1:])))
+            node_policy(names[0], region=region, cluster=cluster, scaling_groups=names[1:], prefix=prefix)))
         # The role's only permissions.
         policy = alicloud.ram.Policy(f"{self._name}-node-policy", policy_name=f"{self._name}-node",
                                      policy_document=document, tags=self._tags, opts=child)

@@ -31,10 +31,10 @@ class AwsCluster(pulumi.ComponentResource):
         network = AwsNetwork(name, net=plan.network, zone=plan.zone, region=plan.region, tags=tags, opts=child)
         security = AwsSecurity(name, cluster=plan.identity, rules=plan.firewall, vpc_id=network.vpc.id, tags=tags,
                                opts=child)
-        self.storage = AwsStorage(name, storage=plan.storage, tags=tags, opts=child)
+        self.storage = AwsStorage(name, storage=plan.storage, tags=tags, object_tags=plan.object_tag_map, opts=child)
         # The grant names the bucket through its resource, so it waits for the bucket (made or read) to exist.
-        identity = AwsIdentity(name, cluster=plan.identity, bucket=self.storage.bucket_name,
-                               gpu_metric=plan.head.gpu_metric or plan.worker.gpu_metric, tags=tags, opts=child)
+        identity = AwsIdentity(name, cluster=plan.identity, bucket=self.storage.bucket_name, prefix=plan.storage.prefix,
+                               metric_namespace=plan.head.node.gpu_metric_namespace, tags=tags, opts=child)
         self.compute = AwsCompute(name, ComputeArgs.of(plan, network.private.id, security.group.id,
                                                        identity.profile.arn), opts=child)
         self.outputs = ClusterOutputs(

@@ -21,10 +21,10 @@ from plan.model import (
 )
 
 ROOT_DEVICE = "/dev/sda1"
-# Published by every GPU node (cloud-init/bin/gpufleet-gpu-metric, from DCGM), one series per cluster: the Average
-# of all nodes' points is the cluster's GPU utilisation, which target tracking needs
+# Published by every GPU node (cloud-init/bin/gpufleet-gpu-metric, from DCGM) in the cluster's own namespace, one
+# series per cluster: the Average of all nodes' points is the cluster's GPU utilisation, which target tracking needs
 # (docs/cloud-facts.md#aws-gpu-metric).
-GPU_METRIC = {"metric_name": "GPUUtilization", "namespace": "gpufleet", "statistic": "Average", "unit": "Percent"}
+GPU_METRIC = {"metric_name": "GPUUtilization", "statistic": "Average", "unit": "Percent"}
 # The plan's placement kinds as EC2 placement strategies, and its standby state as a warm pool's.
 STRATEGY = {"cluster": "cluster", "spread": "spread"}
 POOL_STATE = {"stopped": "Stopped"}
@@ -215,6 +215,7 @@ class AwsCompute(pulumi.ComponentResource):
                 target_tracking_configuration={
                     "target_value": args.gpu_util_target, "disable_scale_in": True,
                     "customized_metric_specification": {
-                        **GPU_METRIC, "metric_dimensions": [{"name": "Cluster", "value": args.cluster}]}},
+                        **GPU_METRIC, "namespace": args.roles[0].node.gpu_metric_namespace,
+                        "metric_dimensions": [{"name": "Cluster", "value": args.cluster}]}},
                 opts=pulumi.ResourceOptions(parent=self))
         return group

@@ -13,7 +13,7 @@ from plan.paths import BUNDLE_DIR
 class AwsStorage(pulumi.ComponentResource):
     """Checkpoints survive the nodes: they are synced here and pulled back on resume."""
 
-    def __init__(self, name: str, *, storage: StoragePlan, tags: dict[str, str],
+    def __init__(self, name: str, *, storage: StoragePlan, tags: dict[str, str], object_tags: dict[str, str],
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:aws:Storage", f"{name}-storage", None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -27,7 +27,7 @@ class AwsStorage(pulumi.ComponentResource):
         # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
         bundle = write_bundle(BUNDLE_DIR, storage.code_sha256)
         aws.s3.BucketObjectv2(f"{name}-code", bucket=self.bucket.id, key=storage.code_key,
-                              source=pulumi.FileAsset(str(bundle)), tags=tags, opts=child)
+                              source=pulumi.FileAsset(str(bundle)), tags=object_tags, opts=child)
         self.register_outputs({"bucket": self.bucket.id})
 
     def _create(self, name: str, storage: StoragePlan, tags: dict[str, str], child: pulumi.ResourceOptions) -> None:

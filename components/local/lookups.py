@@ -15,7 +15,7 @@ from plan.facts import DeployFacts, Lookups
 
 STAND_INS: dict[str, Any] = {}
 # One file per local cluster that is up, named by its identity, holding `<zone>/<instance type>`.
-RUNNING = Path("/tmp/gpufleet.running")  # a dot: no local cluster directory (/tmp/gpufleet-<name>) is named so
+RUNNING = Path("/tmp/gpufleet.running")  # a dot: no local cluster directory (/tmp/gpufleet-<identity>) is named so
 
 
 def record(cluster: str, zone: str, instance_type: str) -> None:

@@ -34,10 +34,11 @@ class TcCluster(pulumi.ComponentResource):
         tags = plan.tag_map
         network = TcNetwork(name, net=plan.network, zone=plan.zone, tags=tags, opts=child)
         security = TcSecurity(name, cluster=plan.identity, rules=plan.firewall, tags=tags, opts=child)
-        storage = TcStorage(name, storage=plan.storage, tags=tags, opts=child)
+        storage = TcStorage(name, storage=plan.storage, tags=tags, object_tags=plan.object_tag_map, opts=child)
         # CAM names are the account's: the identity's. The grant names the bucket through its resource, so it waits
         # for the bucket (made or read) to exist.
-        identity = TcIdentity(plan.identity, bucket=storage.bucket_name, account_id=plan.storage.account_id,
+        identity = TcIdentity(plan.identity, bucket=storage.bucket_name, prefix=plan.storage.prefix,
+                              account_id=plan.storage.account_id,
                               region=plan.region, cluster=plan.identity,
                               in_scaling_groups=in_scaling_groups(plan.workers), tags=tags, opts=child)
         made = {}

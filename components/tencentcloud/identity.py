@@ -15,15 +15,17 @@ CALLS = TENCENTCLOUD.node_calls  # what the nodes call, with the action each nee
 
 
 def node_policy(bucket_name: str, account_id: str | None, region: str, cluster: str, *,
-                in_scaling_groups: bool = True) -> dict:
+                in_scaling_groups: bool = True, prefix: str = "") -> dict:
     """Least privilege: the action of each call a node makes (CloudProfile.node_calls,
-    docs/cloud-facts.md#node-permissions) on one bucket; list nodes; take a failed node only out of a group that
+    docs/cloud-facts.md#node-permissions) on one bucket (in a bucket the stack does not own, only under the cluster's
+    `prefix`, listing by the `cos:prefix` condition); list nodes; take a failed node only out of a group that
     carries the cluster's tag (qcs:resource_tag, docs/cloud-facts.md#tencent-node-permissions), where AS launched
     some of its nodes (`in_scaling_groups`)."""
     bucket = f"qcs::cos:{region}:uid/{account_id}:{bucket_name}"
+    listing = {"condition": {"string_like": {"cos:prefix": [f"{prefix}*"]}}} if prefix else {}
     statements = [
-        {"effect": "allow", "action": actions(CALLS, BUCKET), "resource": [f"{bucket}/"]},
-        {"effect": "allow", "action": actions(CALLS, OBJECTS), "resource": [f"{bucket}/*"]},
+        {"effect": "allow", "action": actions(CALLS, BUCKET), "resource": [f"{bucket}/"], **listing},
+        {"effect": "allow", "action": actions(CALLS, OBJECTS), "resource": [f"{bucket}/{prefix}*"]},
         {"effect": "allow", "action": actions(CALLS, ANY, groups=in_scaling_groups), "resource": ["*"]},
     ]
     if in_scaling_groups:
@@ -36,8 +38,9 @@ def node_policy(bucket_name: str, account_id: str | None, region: str, cluster: 
 class TcIdentity(pulumi.ComponentResource):
     """Role CVM assumes, its one policy, and the attachment of the two."""
 
-    def __init__(self, name: str, *, bucket: pulumi.Input[str], account_id: str | None, region: str, cluster: str,
-                 in_scaling_groups: bool, tags: dict[str, str], opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(self, name: str, *, bucket: pulumi.Input[str], prefix: str, account_id: str | None, region: str,
+                 cluster: str, in_scaling_groups: bool, tags: dict[str, str],
+                 opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:tencentcloud:Identity", f"{name}-identity", None, opts)
         child = pulumi.ResourceOptions(parent=self)
         trust = {"version": "2.0", "statement": [
@@ -50,7 +53,7 @@ class TcIdentity(pulumi.ComponentResource):
                                          document=pulumi.Output.from_input(bucket).apply(
                                              lambda made: json.dumps(node_policy(
                                                  made, account_id, region, cluster,
-                                                 in_scaling_groups=in_scaling_groups))),
+                                                 in_scaling_groups=in_scaling_groups, prefix=prefix))),
                                          opts=child)
         # The policy on the role.
         tencentcloud.cam.RolePolicyAttachment(f"{name}-node-policy-attachment", role_id=self.role.id,

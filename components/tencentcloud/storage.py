@@ -13,7 +13,7 @@ from plan.paths import BUNDLE_DIR
 class TcStorage(pulumi.ComponentResource):
     """Checkpoints survive the nodes: they are synced here and pulled back on resume."""
 
-    def __init__(self, name: str, *, storage: StoragePlan, tags: dict[str, str],
+    def __init__(self, name: str, *, storage: StoragePlan, tags: dict[str, str], object_tags: dict[str, str],
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gpufleet:tencentcloud:Storage", f"{name}-storage", None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -30,5 +30,5 @@ class TcStorage(pulumi.ComponentResource):
         # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
         tencentcloud.cos.BucketObject(f"{name}-code", bucket=self.bucket_name, key=storage.code_key,
                                       source=str(write_bundle(BUNDLE_DIR, storage.code_sha256)), acl="private",
-                                      tags=tags, opts=child)
+                                      tags=object_tags, opts=child)
         self.register_outputs({"bucket": self.bucket.bucket})

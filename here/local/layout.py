@@ -79,17 +79,19 @@ def _short(name: str) -> str:
 
 def layout(plan: ClusterPlan) -> Layout:
     """The head at the plan's head address, workers after it; the bridge's own address (the fake metadata
-    endpoint) is the first host of the private subnet, outside the members' set the firewall trusts."""
-    directory = STATE_ROOT / f"gpufleet-{plan.name}"
+    endpoint) is the first host of the private subnet, outside the members' set the firewall trusts. Everything is
+    named by the cluster's identity, not its name, which two stacks may share: neither may see, nor `fleet down`
+    remove, the other's directory, checkpoints or namespaces."""
+    directory = STATE_ROOT / f"gpufleet-{plan.identity}"
     subnet = ipaddress.IPv4Network(plan.network.private.cidr)
-    tag = _short(plan.name)
+    tag = _short(plan.identity)
     addresses = plan.network.node_addresses(plan.scaling.nodes_desired)
     spot = [False] + [group.market == SPOT for group in plan.workers for _ in range(group.desired)]
     nodes = tuple(
         Node(name="head" if index == 0 else f"worker-{index}", role="head" if index == 0 else "worker",
-             address=address, namespace=f"gpufleet-{plan.name}-{index}", veth=f"gf{tag}v{index}",
+             address=address, namespace=f"gpufleet-{plan.identity}-{index}", veth=f"gf{tag}v{index}",
              root=directory / "nodes" / ("head" if index == 0 else f"worker-{index}"), spot=spot[index])
         for index, address in enumerate(addresses))
-    return Layout(cluster=plan.name, directory=directory, bridge_namespace=f"gpufleet-{plan.name}-net",
+    return Layout(cluster=plan.name, directory=directory, bridge_namespace=f"gpufleet-{plan.identity}-net",
                   bridge="br0", metadata_address=str(subnet.network_address + 1), prefix_len=subnet.prefixlen,
                   members=plan.network.node_addresses(plan.scaling.nodes_max), nodes=nodes)

@@ -131,7 +131,8 @@ def test_the_gpu_publisher_sends_the_mean_utilisation_the_policy_scales_on(local
     server = _server(Dcgm)
     try:
         root, entry, env, plan = local_node(cloud=cloud, region="us-east-1", gpus=2,
-                                            dcgm_exporter_port=server.server_port)
+                                            dcgm_exporter_port=server.server_port,
+                                            gpu_metric_namespace="gpufleet/c-0123abcd")
         result = run([entry.parent / "gpufleet-gpu-metric"], root, env)
     finally:
         server.shutdown()
@@ -140,7 +141,7 @@ def test_the_gpu_publisher_sends_the_mean_utilisation_the_policy_scales_on(local
         assert not aws_cli.exists()
         return
     assert aws_cli.read_text().splitlines() == [
-        f"cloudwatch put-metric-data --region us-east-1 --namespace {GPU_METRIC['namespace']} "
+        "cloudwatch put-metric-data --region us-east-1 --namespace gpufleet/c-0123abcd "
         f"--metric-name {GPU_METRIC['metric_name']} --dimensions Cluster={plan.identity} --unit {GPU_METRIC['unit']} "
         "--value 85.5"]
 

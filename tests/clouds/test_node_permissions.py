@@ -86,8 +86,8 @@ def _scoped(scope: str, statement: dict, plan, bucket_of) -> bool:
                    for r in resources)
     if scope in (ANY, SESSION):
         return resources == ["*"] and not statement.get("condition")
-    if scope == METRIC:
-        return '"gpufleet"' in condition
+    if scope == METRIC:  # the cluster's own namespace
+        return f'"gpufleet/{plan.identity}"' in condition
     if scope == OWN_GROUPS and plan.cloud == "alicloud":  # ESS takes no tag condition: the groups by id
         return all(r.startswith("acs:ess:") and not r.endswith("/*") for r in resources)
     assert scope in (OWN_INSTANCES, OWN_GROUPS), scope

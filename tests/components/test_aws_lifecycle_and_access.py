@@ -78,7 +78,8 @@ def test_gpu_scaling_uses_the_series_the_nodes_publish(stack):
     metric = policies[0]["inputs"]["targetTrackingConfiguration"]["customizedMetricSpecification"]
     assert metric["metricDimensions"] == [{"name": "Cluster", "value": plan.identity}]
     assert (metric["namespace"], metric["metricName"], metric["unit"]) == (
-        GPU_METRIC["namespace"], GPU_METRIC["metric_name"], GPU_METRIC["unit"])
+        f"gpufleet/{plan.identity}", GPU_METRIC["metric_name"], GPU_METRIC["unit"])
+    assert metric["namespace"] == plan.head.node.gpu_metric_namespace == plan.worker.node.gpu_metric_namespace
     statement = next(s for s in node_policy(resources)["Statement"] if "cloudwatch:PutMetricData" in s["Action"])
     assert statement["Condition"] == {"StringEquals": {"cloudwatch:namespace": metric["namespace"]}}
 
@@ -93,7 +94,7 @@ def test_every_write_is_scoped_to_the_cluster(stack):
         scoped = statement["Resource"] != ["*"] or json.dumps(statement.get("Condition", {})) in (
             json.dumps({"StringEquals": {"aws:ResourceTag/gpufleet:cluster": plan.identity}}),
             json.dumps({"StringEquals": {"autoscaling:ResourceTag/gpufleet:cluster": plan.identity}}),
-            json.dumps({"StringEquals": {"cloudwatch:namespace": "gpufleet"}}))
+            json.dumps({"StringEquals": {"cloudwatch:namespace": f"gpufleet/{plan.identity}"}}))
         assert scoped, statement
 
 

@@ -1,5 +1,5 @@
-"""`fleet image build`'s Pulumi program (a stack with `gpufleet:bake`), run under Pulumi's mocks for each cloud: the
-bake's one-node cluster comes from the cloud's own realizer with the head booting the bake user-data, the image is
+"""`fleet image build`'s Pulumi program (components/bake_program.py, run inline), under Pulumi's mocks for each cloud:
+the bake's one-node cluster comes from the cloud's own realizer with the head booting the bake user-data, the image is
 made from that head only in phase `image`, through the cloud's own image service, kept on destroy and tagged with the
 digest of the matrix the image records, which is the matrix a stack naming the image then checks."""
 
@@ -11,13 +11,12 @@ import pytest
 import yaml
 
 from clouds.plans import bake_for
-from components.bake_program import image_module
+from components.bake_program import IMAGE_PHASE, MACHINE_PHASE, bake, image_module
 from fleet.preview import run_program
 from fleet.stacks import spec_and_plan
 from plan.bake import MATRIX_TAG, bake_name, matrix_digest
 from plan.bootstrap import ENTRY
 from plan.paths import PROJECT_ROOT
-from spec.errors import SpecError
 from spec.names import CLUSTER_NAME
 from spec.stackfile import CLUSTER_KEY, load_stack_file
 
@@ -26,10 +25,8 @@ CLOUDS = {"aws-p5": "aws:ec2/amiFromInstance:AmiFromInstance", "ali-erdma": "ali
           "tencent-hcc": "tencentcloud:Image/instance:Instance"}
 
 
-def _stack(stack: str, tmp_path, bake: str | None = None, image=None):
+def _stack(stack: str, tmp_path, image=None):
     config = copy.deepcopy(load_stack_file(PROJECT_ROOT / "stacks" / f"Pulumi.{stack}.yaml").config)
-    if bake is not None:
-        config["gpufleet:bake"] = bake
     if image is not None:
         config[CLUSTER_KEY]["image"] = image
     path = tmp_path / f"Pulumi.{stack}.yaml"
@@ -39,7 +36,7 @@ def _stack(stack: str, tmp_path, bake: str | None = None, image=None):
 
 @pytest.mark.parametrize("stack", sorted(CLOUDS))
 def test_phase_image_makes_the_image_from_the_bake_head(stack, tmp_path):
-    preview = run_program(_stack(stack, tmp_path, bake="image"))
+    preview = run_program(_stack(stack, tmp_path), program=lambda: bake(IMAGE_PHASE))
     images = [r for r in preview.resources if r["type"] == CLOUDS[stack]]
     assert len(images) == 1
     (image,) = images
@@ -59,7 +56,7 @@ def test_phase_image_makes_the_image_from_the_bake_head(stack, tmp_path):
 
 @pytest.mark.parametrize("stack", sorted(CLOUDS))
 def test_phase_instance_boots_the_bake_and_makes_no_image(stack, tmp_path):
-    preview = run_program(_stack(stack, tmp_path, bake="instance"))
+    preview = run_program(_stack(stack, tmp_path), program=lambda: bake(MACHINE_PHASE))
     assert not [r for r in preview.resources if r["type"] == CLOUDS[stack]]
     assert "bakedImage" not in preview.outputs
     cluster = spec_and_plan(_stack(stack, tmp_path))[1].name
@@ -71,19 +68,13 @@ def test_a_bake_stack_reads_the_bake_user_data(tmp_path):
     """The head's user-data runs the bake; the seal and the poweroff are cloud-init's last module's, run once
     cloud-init's process ended (nothing of it writes into the image after the seal); the cluster's units are not
     enabled."""
-    stack = _stack("aws-p5", tmp_path, bake="image")
+    stack = _stack("aws-p5", tmp_path)
     spec = spec_and_plan(stack)[0]
     head = bake_for(spec, stack.name).cluster.head.user_data
     config = yaml.safe_load(head)
     assert config["runcmd"] == [[ENTRY, "bake"]]
     assert config["power_state"] == {"mode": "poweroff", "condition": [ENTRY, "seal"]}
     assert "gpufleet-train.service" not in head
-
-
-def test_an_unknown_phase_names_the_setting(tmp_path):
-    with pytest.raises(SpecError) as raised:
-        run_program(_stack("aws-p5", tmp_path, bake="later"))
-    assert "gpufleet:bake" in raised.value.render()
 
 
 @pytest.mark.parametrize("name", ["a" * 31, "ab", "abcdefghijklmnopqrstuvwxyz-abcd"])

@@ -77,3 +77,18 @@ def test_a_candidate_the_cloud_cannot_build_is_refused_as_the_stack_itself_would
     assert candidate_problem.path == "gpufleet:cluster.candidates[0]"
     assert candidate_problem.message.endswith(f"{stack_problem.path} {stack_problem.message}")
     assert candidate_problem.fix == stack_problem.fix and candidate_problem.fix
+
+
+@pytest.mark.parametrize("market", [{"capacityBlock": False, "reservationId": "cr-0123456789abcdef0"},
+                                    {"capacityBlock": True, "reservationId": "cr-0123456789abcdef0"}],
+                         ids=["capacity reservation", "named Capacity Block"])
+def test_a_reservation_stays_with_the_stacks_own_type_and_zone(market):
+    """A reservation holds one type in one zone (docs/cloud-facts.md#aws-capacity): a candidate of another type or
+    zone launches without it, or every launch there fails; the stack's own place on demand keeps it."""
+    stack = shipped_spec("aws-p4d-capacity-block", market=market,
+                         candidates=[{"instanceType": "p5.48xlarge"}, {"zone": "us-east-1a"}])
+    own, other_type, other_zone = candidates(stack)
+    for elsewhere in (other_type, other_zone):
+        moved = applied(stack, elsewhere)
+        assert moved.market.reservation_id is None and not moved.market.capacity_block, elsewhere.label
+    assert applied(stack, own).market == stack.market
