@@ -37,6 +37,7 @@ from here.local.errors import EXIT_FAILED, EXIT_USAGE
 from plan.group_roll import SERVING, rolls_groups, stale, successor, successors
 from plan.heal import NodeSeen, awaiting_mark, decide_heal, node_marks, roll_order, unmarked_records
 from plan.lifecycle import MARK_DEADLINE_S
+from plan.model import HEAD, WORKER
 from plan.software import FAILURE_BUDGET, PERMANENT_FAILURES
 
 POLL_S = 30
@@ -90,7 +91,8 @@ def run_heal(args) -> int:
                                      unmarked_records(stack_output(after, "checkpointUri")))
         seen = _timed(nodes_seen(before, after, spec.cloud, _reader(spec, after)), records, cloud.dead_states)
         decision = decide_heal(plan.rollout, seen, cloud.dead_states, budget=FAILURE_BUDGET,
-                               permanent=PERMANENT_FAILURES, deadline_s=MARK_DEADLINE_S)
+                               permanent=PERMANENT_FAILURES, deadline_s=MARK_DEADLINE_S,
+                               planned={HEAD: plan.head.user_data, WORKER: plan.worker.user_data})
         for how in decision.groups:
             print(f"left to its group: {how}")
         for node, why in decision.refused:
