@@ -50,6 +50,8 @@ class Thing:
     size: int | None = None  # a group: how many nodes it holds
     said: GroupSize | None = None  # a group: its size as the plan it was last made or changed by says
     made_now: bool = False  # created in the update being checked
+    changed_now: bool = False  # created or changed in the update being checked
+    edges: frozenset[str] = frozenset()  # the resources it depends on (their keys)
 
     @property
     def ref(self) -> Ref:
@@ -89,6 +91,7 @@ class Cloud:
 
     things: dict[Ref, Thing] = field(default_factory=dict)
     sizes: Mapping[str, GroupSize] = field(default_factory=dict)
+    moved: list[str] = field(default_factory=list)  # what the last step did that no state shows (a shrunk group)
 
     @classmethod
     def of(cls, state: Iterable[Held], sizes: Mapping[str, GroupSize] | None = None) -> Cloud:
@@ -101,14 +104,13 @@ class Cloud:
                 refs = {key: tuple((name, generation[name]) for name in names if name in generation)
                         for key, names in held.resource.property_dependencies.items()}
                 cloud.make(held, refs)
-        for thing in cloud.things.values():
-            thing.made_now = False
+        cloud.start()
         return cloud
 
     def start(self) -> None:
         """A new `pulumi up` begins: nothing of it is made yet."""
         for thing in self.things.values():
-            thing.made_now = False
+            thing.made_now = thing.changed_now = False
 
     def lose(self, name: str) -> list[Ref]:
         """A node gone outside Pulumi (released, reclaimed): it, and the ENIs the cloud releases with it, leave."""
@@ -130,12 +132,13 @@ class Cloud:
             self.change(step.held, step.refs, step.why)
         elif step.op in (DELETE, DELETE_REPLACED):
             self.remove(step.held)
-        return [f"after `{step}`: {problem}" for problem in self.problems()]
+        moved, self.moved = self.moved, []
+        return [f"after `{step}`: {problem}" for problem in (*moved, *self.problems())]
 
     def make(self, held: Held, refs: Mapping[str, tuple[Ref, ...]]) -> None:
         resource = held.resource
         thing = Thing(resource.name, resource.key, held.generation, resource.type, resource.inputs, refs,
-                      resource.retain_on_delete, made_now=True)
+                      resource.retain_on_delete, made_now=True, changed_now=True, edges=frozenset(resource.edges()))
         model = thing.model
         if model.get("kind") == "node":
             thing.user_data = self._launch_value(thing, "userData")
@@ -148,12 +151,17 @@ class Cloud:
     def change(self, held: Held, refs: Mapping[str, tuple[Ref, ...]], changed: Iterable[str]) -> None:
         thing = self.things[(held.key, held.generation)]
         thing.inputs, thing.refs, thing.retained = held.resource.inputs, refs, held.resource.retain_on_delete
+        thing.changed_now, thing.edges = True, frozenset(held.resource.edges())
         model = thing.model
         if model.get("kind") == "group":
             desired = thing.inputs.get(model["desired"])
+            before = thing.size
             thing.size = self._clamped(thing, desired if model["desired"] in changed and desired is not None
                                        else thing.size)
             thing.said = self.sizes.get(thing.name)
+            if thing.said and thing.said.policy and thing.size < before:
+                self.moved.append(f"{_show(thing.ref)} went from {before} to {thing.size} node(s): its scaling "
+                                  "policy owns the size and never scales in, so the update took ranks from the job")
 
     def remove(self, held: Held) -> None:
         thing = self.things.get((held.key, held.generation))
@@ -244,7 +252,9 @@ class Cloud:
                 if count > 1]
 
     def _bundle_problems(self) -> list[str]:
-        bundles = {thing.inputs.get(thing.model["key"]) for thing in self.things.values()
+        """Every node's and launch setting's bundle exists; one made in this update besides exists first under any
+        order the engine may take (the engine runs steps nothing orders at once): the node depends on it."""
+        bundles = {thing.inputs.get(thing.model["key"]): thing for thing in self.things.values()
                    if thing.model.get("kind") == "bundle"}
         problems = []
         for thing in self.things.values():
@@ -253,9 +263,27 @@ class Cloud:
                 thing.inputs.get(thing.model["userData"]) if kind == "launch-settings" else None)
             if user_data is None:
                 continue
-            for key in set(BUNDLE_KEY.findall(decoded(user_data))) - bundles:
-                problems.append(f"{_show(thing.ref)}'s user-data names the code bundle {key}, which does not exist")
+            for key in sorted(set(BUNDLE_KEY.findall(decoded(user_data)))):
+                bundle = bundles.get(key)
+                if bundle is None:
+                    problems.append(f"{_show(thing.ref)}'s user-data names the code bundle {key}, which does not "
+                                    "exist")
+                elif thing.changed_now and bundle.made_now and not self._depends(thing, bundle.key):
+                    problems.append(f"{_show(thing.ref)} may boot before the code bundle {key} its user-data names "
+                                    "exists: nothing orders its step after the bundle's")
         return problems
+
+    def _depends(self, thing: Thing, key: str) -> bool:
+        """Whether `thing` depends on the resource `key`, directly or through others."""
+        edges = {t.key: t.edges for t in self.things.values()}
+        seen, todo = set(), set(thing.edges)
+        while todo:
+            current = todo.pop()
+            if current == key:
+                return True
+            seen.add(current)
+            todo |= set(edges.get(current, ())) - seen
+        return False
 
     def _size_problems(self) -> list[str]:
         problems = []

@@ -137,3 +137,17 @@ def test_a_create_first_head_breaks_the_model(stack):
                                                                for r in preview.resources]})
     deployment.up(changed)
     assert any("fixed address" in problem for problem in deployment.problems), deployment.problems
+
+
+POLICY_SIZED = [stack for stack in STACKS if preview_of(stack_file(stack)).plan.scaling.policy_sized]
+
+
+@pytest.mark.parametrize("stack", POLICY_SIZED)
+def test_pulumi_up_leaves_a_group_its_policy_grew(stack):
+    """A GPU-bound job made the scale-out-only policy grow the group to its max; a later `pulumi up` (one more node
+    desired) must not put the group back to the stack's desired size: that would take ranks from the running job."""
+    deployment = Deployment.of(stack_file(stack))
+    for group in (thing for thing in deployment.cloud.things.values() if thing.model.get("kind") == "group"):
+        group.size = group.said.maximum
+    deployment.up(preview_of(stack_file(stack, **settings(stack)["node count"])))
+    assert deployment.problems == []
