@@ -112,7 +112,7 @@ class Cloud:
         for thing in self.things.values():
             thing.made_now = thing.changed_now = False
 
-    def lose(self, name: str) -> list[Ref]:
+    def lose(self, name: str) -> None:
         """A node gone outside Pulumi (released, reclaimed): it, and the ENIs the cloud releases with it, leave."""
         gone = [thing for thing in self.things.values() if thing.name == name]
         released = [eni for eni in self._enis_of({thing.ref for thing in gone})
@@ -120,7 +120,6 @@ class Cloud:
         for thing in (*gone, *released):
             self.things.pop(thing.ref, None)
         self._drop_dangling_attachments()
-        return [thing.ref for thing in (*gone, *released)]
 
     def apply(self, step: Step) -> list[str]:
         """Carry out one step; what no longer holds after it."""

@@ -278,13 +278,13 @@ class _Run:
             else:
                 self.new[resource.key] = Held(resource, prior.generation)
             return
-        if self.delete_first(resource, prior):
+        if self.delete_first(resource):
             self.delete_chain(prior, why)
         else:
             self.condemned.append(prior)
         self.renew(Held(resource, prior.generation + 1), REPLACE, why)
 
-    def delete_first(self, resource: Declared, prior: Held) -> bool:
+    def delete_first(self, resource: Declared) -> bool:
         """The program's deleteBeforeReplace, or the bridge's: a `name` the program gives, not the autonamer
         (pulumi-terraform-bridge nameRequiresDeleteBeforeReplace)."""
         return resource.delete_before_replace or (rule(resource.type).autonamed and "name" in resource.inputs)

@@ -192,4 +192,4 @@ def test_a_node_whose_replacement_would_boot_other_user_data_is_refused_and_only
         ("w-0", True), ("w-2", True)]
     healthy = Node("u3", "w-3", WORKER, "i-3", "running", "in-service", user_data="worker v1")
     assert decide_heal((), [healthy], ("stopped",), budget=FAILURE_BUDGET, permanent=PERMANENT_FAILURES,
-                       deadline_s=MARK_DEADLINE_S, planned=planned).refused == (), "a node needing nothing is no concern"
+                       deadline_s=MARK_DEADLINE_S, planned=planned).refused == (), "a node needing nothing: no concern"
