@@ -40,6 +40,7 @@ from plan.group_refresh import PAUSED, RUNNING, SUCCESSFUL, refreshed_to, refres
 from plan.group_roll import SERVING, rolls_groups, settled, stale, successor, successors, surge
 from plan.heal import NodeSeen, awaiting_mark, decide_heal, node_marks, roll_order, unmarked_records
 from plan.lifecycle import MARK_DEADLINE_S
+from plan.model import HEAD, WORKER
 from plan.software import FAILURE_BUDGET, PERMANENT_FAILURES
 
 POLL_S = 30
@@ -98,7 +99,8 @@ def run_heal(args) -> int:
                                      unmarked_records(stack_output(after, "checkpointUri")))
         seen = _timed(nodes_seen(before, after, spec.cloud, _reader(plan, after)), records, cloud.dead_states)
         decision = decide_heal(plan.rollout, seen, cloud.dead_states, budget=FAILURE_BUDGET,
-                               permanent=PERMANENT_FAILURES, deadline_s=MARK_DEADLINE_S)
+                               permanent=PERMANENT_FAILURES, deadline_s=MARK_DEADLINE_S,
+                               planned={HEAD: plan.head.user_data, WORKER: plan.worker.user_data})
         for how in decision.groups:
             print(f"left to its group: {how}")
         for node, why in decision.refused:

@@ -26,7 +26,9 @@ EXIT_CLEAN, EXIT_VIOLATION, EXIT_INVALID = 0, 1, 2
 def cost_of(plan: ClusterPlan) -> dict[str, Any]:
     cost = plan.cost
     return {"currency": cost.currency, "hourly": cost.expected_hourly, "onDemandHourly": cost.on_demand_hourly,
-            "nodes": plan.scaling.nodes_desired, "priceDate": cost.price_date, "priceSource": cost.price_source}
+            "nodes": plan.scaling.nodes_desired, "priceDate": cost.price_date, "priceSource": cost.price_source,
+            **({"ceilingHourly": cost.ceiling_hourly, "nodesCeiling": plan.scaling.nodes_max}
+               if plan.scaling.policy_sized else {})}
 
 
 def capacity_of(plan: ClusterPlan) -> list[dict[str, Any]]:
@@ -116,6 +118,10 @@ def run(args) -> int:
     hourly = ("unknown (no public price)" if cost["hourly"] is None
               else f"{cost['hourly']:,.2f} {cost['currency']}/h")
     console.print(f"cost: {hourly} for {cost['nodes']} nodes (prices of {cost['priceDate']}, {cost['priceSource']})")
+    if "nodesCeiling" in cost:
+        ceiling = "unknown" if cost["ceilingHourly"] is None else f"{cost['ceilingHourly']:,.2f} {cost['currency']}/h"
+        console.print(f"cost at the scaling policy's ceiling: {ceiling} for {cost['nodesCeiling']} nodes (it only "
+                      "scales out: a GPU-bound job keeps every GPU busy at any size, so it grows there and stays)")
     for answer in document["capacity"]:
         console.print(capacity_line(answer), markup=False)
     for nodes in document["launchFallback"]:

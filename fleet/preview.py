@@ -131,6 +131,8 @@ def _options(request) -> dict[str, Any]:
         "custom": request.custom,
         "protect": request.protect,
         "dependsOn": [_short(urn) for urn in request.dependencies],
+        "propertyDependencies": {key: [_short(urn) for urn in deps.urns]
+                                 for key, deps in sorted(request.propertyDependencies.items()) if deps.urns},
         "provider": request.provider,
         "deleteBeforeReplace": request.deleteBeforeReplace,
         "ignoreChanges": list(request.ignoreChanges),
@@ -139,8 +141,10 @@ def _options(request) -> dict[str, Any]:
         "replacementTrigger": (json_format.MessageToDict(request.replacement_trigger)
                                if request.HasField("replacement_trigger") else None),
         "retainOnDelete": request.retainOnDelete,
+        "replaceWith": [_short(urn) for urn in request.replace_with],
     }
-    return {key: value for key, value in options.items() if value not in (None, "", [], False) or key == "custom"}
+    return {key: value for key, value in options.items()
+            if value not in (None, "", [], {}, False) or key == "custom"}
 
 
 @dataclass

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from components.bake_program import image_module
+from fleet.update.cloud import decoded
+from fleet.update.forcing import rule
 from plan.heal import NodeSeen
 from plan.model import ROLE_TAG
 from plan.paths import PROJECT_ROOT
@@ -90,10 +92,18 @@ def stack_output(deployment: dict, key: str):
                  if r.get("type") == STACK_TYPE), None)
 
 
+def deployed_user_data(resource: dict) -> str | None:
+    """The user-data a node's resource was deployed with, as the node reads it, where the resource holds its own (its
+    type's `model.userData` in its cloud's forcing table); None where a launch template holds it."""
+    field = rule(resource["type"]).model.get("userData")
+    value = resource.get("inputs", {}).get(field) if field else None
+    return decoded(value) if isinstance(value, str) else None
+
+
 def nodes_seen(before: Sequence[dict], after: dict, cloud: str,
                mark_of: Callable[[str], str | None]) -> list[NodeSeen]:
     """Each node the stack held before the refresh, with its instance state after it (None where the refresh found
-    the instance gone) and its mark in the bucket."""
+    the instance gone), its mark in the bucket and the user-data it was deployed with."""
     field = image_module(cloud).STATE[0]
     now = {r["urn"]: r for r in node_resources(after, cloud)}
     seen = []
@@ -104,5 +114,5 @@ def nodes_seen(before: Sequence[dict], after: dict, cloud: str,
             resource=resource["urn"], name=resource["urn"].rsplit("::", 1)[-1],
             role=resource["inputs"]["tags"][ROLE_TAG], instance_id=instance_id,
             state=current.get("outputs", {}).get(field) if current else None,
-            mark=mark_of(instance_id) if instance_id else None))
+            mark=mark_of(instance_id) if instance_id else None, user_data=deployed_user_data(resource)))
     return seen

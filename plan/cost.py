@@ -114,10 +114,16 @@ def same_gpus(gpu_model: str, gpus: int, spot_share: float, clouds: list[CloudPr
 
 def plan_cost(cloud: CloudProfile, price: ListPrice, market: MarketPlan, scaling: ScalingPlan) -> CostPlan:
     """The plan's cost line, in the list price's currency: expected = the spot mix, reserved where the stack names a
-    reservation (not a block)."""
+    reservation (not a block); where a scaling policy owns the size, the same at the max it grows to."""
     table = catalog(cloud.name)
-    found = estimate(price.hourly, scaling.nodes_desired, spot_nodes(market, scaling), Assumptions.of(cloud))
     reserved = market.reservation_id and not market.capacity_block
+
+    def expected(at: ScalingPlan) -> Estimate:
+        return estimate(price.hourly, at.nodes_desired, spot_nodes(market, at), Assumptions.of(cloud))
+
+    found, ceiling = expected(scaling), expected(replace(scaling, nodes_desired=scaling.nodes_max))
     return CostPlan(currency=price.currency, on_demand_hourly=found.on_demand,
                     expected_hourly=found.reserved if reserved else found.spot_mix,
-                    price_date=table.price_date if table else "", price_source=table.price_source if table else "")
+                    price_date=table.price_date if table else "", price_source=table.price_source if table else "",
+                    ceiling_hourly=(ceiling.reserved if reserved else ceiling.spot_mix) if scaling.policy_sized
+                    else None)

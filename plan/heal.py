@@ -15,7 +15,7 @@ pipeline: nodes gain no permission), and replaces a node still unmarked past the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from plan.model import HEAD, INSTANCES, WORKER
@@ -52,6 +52,9 @@ class NodeSeen:
     state: str | None  # the cloud's instance state after the refresh; None: the instance is gone
     mark: str | None  # its mark in the bucket; None: none written (booting, or never reached the bucket)
     unmarked_s: float | None = None  # how long since heal first saw it without a mark; None: not timed
+    # The user-data it was deployed with, where a replacement takes its user-data from the node's own resource (the
+    # Alibaba and Tencent instances); None where it takes it from a launch template heal leaves as deployed (AWS).
+    user_data: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,14 +93,31 @@ def awaiting_mark(node: NodeSeen, dead_states: Collection[str]) -> bool:
     return node.mark is None and _dead(node, dead_states) is None
 
 
+UNDEPLOYED = ("its replacement would boot this checkout's user-data, which is not what the cluster was deployed with "
+              "(a change of code or settings not deployed yet): run heal at the commit of the stack's last update "
+              "(`pulumi stack history` names it: the heal workflow does), or deploy the change (`fleet roll`), "
+              "which replaces it too")
+
+
+def undeployed(node: NodeSeen, planned: Mapping[str, str]) -> bool:
+    """The checkout's user-data for the node's role is not what the node was deployed with: code or settings changed
+    and not deployed yet. A targeted `pulumi up --replace` creates the replacement from the checkout's program (the
+    engine checks a replacement's goal, not the state: docs/cloud-facts.md#heal-pulumi), and leaves the new bundle
+    unuploaded, so the replacement would boot code the cluster does not run, or a bundle that does not exist."""
+    return node.user_data is not None and node.role in planned and planned[node.role] != node.user_data
+
+
 def decide_heal(rollout: Iterable[RolloutPlan], nodes: Iterable[NodeSeen], dead_states: Collection[str], *,
-                budget: int, permanent: Collection[str], deadline_s: float) -> HealPlan:
+                budget: int, permanent: Collection[str], deadline_s: float,
+                planned: Mapping[str, str] | None = None) -> HealPlan:
     """Replace each node that is dead (gone, or in one of the cloud's `dead_states`), marked failed, or still without
     a mark `deadline_s` after heal first saw it (hung: plan/lifecycle.py MARK_DEADLINE_S); refuse a node
     failed for a permanent reason once more than `budget` nodes carry that reason (its own node-side count, the
     OVER_BUDGET mark, or the marks seen here): a new node boots the same image and fails the same way; refuse a dead
-    node the plan holds (the local head: HOLD). Workers in a scaling group are never seen here: their group replaces
-    them, and the plan names those sets."""
+    node the plan holds (the local head: HOLD); refuse one whose replacement would take other user-data than it was
+    deployed with (`planned`, role -> the checkout's user-data: `undeployed`), so a healed node runs the code its
+    cluster runs and no replacement fails for a bundle never uploaded. Workers in a scaling group are never seen
+    here: their group replaces them, and the plan names those sets."""
     nodes, rollout = tuple(nodes), tuple(rollout)
     held = {r.role for r in rollout if r.mechanism == HOLD}
     seen = Counter(reason for n in nodes if n.mark and n.mark.startswith(FAILED)
@@ -125,6 +145,8 @@ def decide_heal(rollout: Iterable[RolloutPlan], nodes: Iterable[NodeSeen], dead_
         elif not mark and node.unmarked_s is not None and node.unmarked_s > deadline_s:
             replace.append(Replacement(node, f"no mark {node.unmarked_s:.0f} s after it was first seen (its "
                                              f"bootstrap and gate end within {deadline_s:.0f} s)", False))
+    refused += [(r.node, UNDEPLOYED) for r in replace if undeployed(r.node, planned or {})]
+    replace = [r for r in replace if not undeployed(r.node, planned or {})]
     replace.sort(key=lambda r: r.node.role == HEAD)
     groups = tuple(r.how for r in rollout if r.role == WORKER and r.form != INSTANCES)
     return HealPlan(tuple(replace), tuple(refused), groups)

@@ -129,6 +129,13 @@ class ScalingPlan:
     def workers_max(self) -> int:
         return self.nodes_max - 1
 
+    @property
+    def policy_sized(self) -> bool:
+        """A scaling policy owns the workers' size once their group is made (`pulumi up` sets it then only): the
+        GPU-utilisation target, which only scales out, so a GPU-bound job takes the group to its max and it stays
+        there (docs/cloud-facts.md#rollout-gpu-target)."""
+        return self.gpu_util_target is not None
+
 
 @dataclass(frozen=True)
 class PlacementPlan:
@@ -300,13 +307,15 @@ class RolePlan:
 
 @dataclass(frozen=True)
 class CostPlan:
-    """Hourly cost of the desired node count, with the price table's date and source."""
+    """Hourly cost of the desired node count, with the price table's date and source; where a scaling policy may grow
+    the cluster (and never shrinks it), the expected cost at its max too (`ceiling_hourly`)."""
 
     currency: str
     on_demand_hourly: float | None
     expected_hourly: float | None
     price_date: str
     price_source: str
+    ceiling_hourly: float | None = None
 
 
 @dataclass(frozen=True)

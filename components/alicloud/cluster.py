@@ -34,7 +34,7 @@ class AliCluster(pulumi.ComponentResource):
                                opts=child)
         identity = AliIdentity(plan.identity, tags=tags, opts=child)  # RAM names are the account's: the identity's
         storage = AliStorage(name, storage=plan.storage, region=plan.region, tags=tags, opts=child)
-        nodes = NodeArgs.of(plan, network.private.id, security.group.id, identity.role.role_name)
+        nodes = NodeArgs.of(plan, network.private.id, security.group.id, identity.role.role_name, storage.code)
         head = AliHead(name, nodes, plan.head, plan.network.head_address, opts=child)
         scaling = tuple(g for g in plan.workers if g.form == SCALING_GROUP)
         scaled = [AliWorkers(name, nodes, plan.worker, group, opts=child) for group in scaling]

@@ -21,7 +21,7 @@ SYSTEM_DISK = "cloud_essd"
 
 @dataclass(frozen=True)
 class NodeArgs:
-    """The slice of the plan every node is made of, and the vSwitch, group and role it uses."""
+    """The slice of the plan every node is made of, and the vSwitch, group, role and code bundle it uses."""
 
     instance_type: str
     worker_types: tuple[str, ...]  # what a worker scaling group may launch, highest priority first
@@ -36,16 +36,16 @@ class NodeArgs:
     vswitch_id: pulumi.Input[str]
     group_id: pulumi.Input[str]
     role_name: pulumi.Input[str]
+    code: pulumi.Resource  # the code bundle the user-data names: every node and configuration waits for it
 
     @classmethod
     def of(cls, plan: ClusterPlan, vswitch_id: pulumi.Input[str], group_id: pulumi.Input[str],
-           role_name: pulumi.Input[str]) -> NodeArgs:
+           role_name: pulumi.Input[str], code: pulumi.Resource) -> NodeArgs:
         return cls(instance_type=plan.instance.name, worker_types=plan.worker_types,
                    image=plan.image, interfaces=plan.fabric.interfaces,
                    root_volume_gb=plan.storage.root_volume_gb, zone=plan.zone, mtu=plan.network.mtu,
                    market=plan.market, placements=plan.placements, rollout=plan.rollout, vswitch_id=vswitch_id,
-                   group_id=group_id,
-                   role_name=role_name)
+                   group_id=group_id, role_name=role_name, code=code)
 
     def placements_of(self, role: RolePlan) -> tuple[PlacementPlan, ...]:
         return tuple(p for p in self.placements if role.role in p.roles)
@@ -88,7 +88,15 @@ def ecs_node(resource_name: str, args: NodeArgs, role: RolePlan, *, nodes: str, 
     """One node as an ECS instance: hardened metadata, encrypted disk, jumbo frames for the plan's MTU, the node
     role, and the plan's ERIs (an ESS configuration cannot carry ERIs: docs/cloud-facts.md#alibaba-provider-rules).
     Replaced when its user-data changes: the provider would update it in place and reboot, which re-runs no
-    bootstrap (docs/cloud-facts.md#rollout-alibaba); `nodes` names its set in the plan's rollout."""
+    bootstrap (docs/cloud-facts.md#rollout-alibaba); `nodes` names its set in the plan's rollout.
+
+    Each instance gets ERIs of its own: an attachment's instance and ENI are both ForceNew, so a replacement asks
+    for a new attachment, and an ENI attaches to one instance at a time (docs/cloud-facts.md#alibaba-eri-replacement).
+    A worker is replaced create-first and keeps training while its successor boots, so it must keep its ERIs (its
+    NCCL fabric) until the engine deletes it; detaching them first (a delete-first attachment) would stop the running
+    job at once. So each ERI is replaced with its instance: the successor gets new ERIs on the same cards, the old
+    ones go with the old instance at the end of the update (the attachments first), and a node the cloud released
+    (its ERIs released with it: DeleteOnRelease) comes back with new ones. The delete-first head works alike."""
     tags = role.tag_map
     # The node: no public address, hardened metadata, jumbo frames when the plan's MTU needs them.
     instance = alicloud.ecs.Instance(
@@ -99,17 +107,21 @@ def ecs_node(resource_name: str, args: NodeArgs, role: RolePlan, *, nodes: str, 
         deployment_set_id=deployment_set_id, tags=tags, volume_tags=tags,
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions.merge(
             node_options(rollout_of(args.rollout, nodes), "userData"),
-            pulumi.ResourceOptions(ignore_changes=image_ignore_changes(args.image)))),
+            pulumi.ResourceOptions(ignore_changes=image_ignore_changes(args.image), depends_on=[args.code]))),
         **disk_args(args), **_market(args.market, spot), **_reservation(args.market))
     # The node role on the node.
     alicloud.ecs.RamRoleAttachment(f"{resource_name}-role", instance_id=instance.id, ram_role_name=args.role_name,
                                    opts=opts)
     for nic in erdma_interfaces(args):
-        # One ERI of the plan: a HighPerformance ENI in the nodes' vSwitch and security group.
+        # One ERI of the plan: a HighPerformance ENI in the nodes' vSwitch and security group, made anew with each
+        # instance its node becomes: replaced whenever the instance is (its trigger is the instance's id), and a
+        # dependent of it (a targeted `pulumi up --target-dependents` of the instance takes it along).
         eni = alicloud.ecs.EcsNetworkInterface(
             f"{resource_name}-eri-{nic.device}", network_interface_name=f"{resource_name}-eri-{nic.device}",
             vswitch_id=args.vswitch_id, security_group_ids=[args.group_id],
-            network_interface_traffic_mode=traffic_mode(nic), delete_on_release=True, tags=tags, opts=opts)
+            network_interface_traffic_mode=traffic_mode(nic), delete_on_release=True, tags=tags,
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[instance],
+                                                                           replacement_trigger=instance.id)))
         # Bound to the node on the plan's network card.
         alicloud.ecs.EcsNetworkInterfaceAttachment(f"{resource_name}-eri-{nic.device}-attachment",
                                                    instance_id=instance.id, network_interface_id=eni.id,

@@ -27,10 +27,14 @@ class AliStorage(pulumi.ComponentResource):
             self._create(name, storage, tags, child)
         # The bucket's name, read off its resource: whatever names it through this waits for the bucket to exist.
         self.bucket_name: pulumi.Output[str] = self.bucket.id if storage.existing else self.bucket.bucket
-        # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
-        alicloud.oss.BucketObject(f"{name}-code", bucket=self.bucket.id, key=storage.code_key,
-                                  source=str(write_bundle(BUNDLE_DIR, storage.code_sha256)),
-                                  opts=self._upload_options(name, storage, region))
+        # The training code, under its content hash: a new hash is new user-data, and the nodes roll. Kept when a
+        # new bundle replaces it: a node still running it, or one booted from its user-data, fetches it by that
+        # name (docs/design.md#the-day-two-model).
+        self.code = alicloud.oss.BucketObject(
+            f"{name}-code", bucket=self.bucket.id, key=storage.code_key,
+            source=str(write_bundle(BUNDLE_DIR, storage.code_sha256)),
+            opts=pulumi.ResourceOptions.merge(self._upload_options(name, storage, region),
+                                              pulumi.ResourceOptions(retain_on_delete=True)))
         self.register_outputs({"bucket": self.bucket.id})
 
     def _create(self, name: str, storage: StoragePlan, tags: dict[str, str], child: pulumi.ResourceOptions) -> None:

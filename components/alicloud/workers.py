@@ -77,7 +77,8 @@ class AliWorkers(pulumi.ComponentResource):
             internet_max_bandwidth_out=0, instance_name=f"{name}-worker", active=True, enable=True,
             tags={**tags, USER_DATA_TAG: user_data_trigger(role.user_data)},
             force_delete=True,
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=image_ignore_changes(args.image)),
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=image_ignore_changes(args.image),
+                                        depends_on=[args.code]),
             **_types(args.worker_types), **disk_args(args), **_spot(market, args.worker_types), **_reservation(market))
         self.register_outputs({"scalingGroupId": self.group.id})
 

@@ -36,7 +36,7 @@ class AwsCluster(pulumi.ComponentResource):
         identity = AwsIdentity(name, cluster=plan.identity, bucket=self.storage.bucket_name, prefix=plan.storage.prefix,
                                metric_namespace=plan.head.node.gpu_metric_namespace, tags=tags, opts=child)
         self.compute = AwsCompute(name, ComputeArgs.of(plan, network.private.id, security.group.id,
-                                                       identity.profile.arn), opts=child)
+                                                       identity.profile.arn, self.storage.code), opts=child)
         self.outputs = ClusterOutputs(
             **plan_outputs(plan), headInstanceId=self.compute.head.id, image=self.compute.head.ami,
             workerGroups=[WorkerGroupOutput(name=group.name, market=group.market, id=made.name)

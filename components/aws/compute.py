@@ -32,7 +32,7 @@ POOL_STATE = {"stopped": "Stopped"}
 
 @dataclass(frozen=True)
 class ComputeArgs:
-    """The slice of the plan the nodes are made of, and the subnet, group and profile they use."""
+    """The slice of the plan the nodes are made of, and the subnet, group, profile and code bundle they use."""
 
     cluster: str
     instance_type: str
@@ -51,17 +51,18 @@ class ComputeArgs:
     subnet_id: pulumi.Input[str]
     group_id: pulumi.Input[str]
     profile_arn: pulumi.Input[str]
+    code: pulumi.Resource  # the code bundle the user-data names: every launch template waits for it
 
     @classmethod
     def of(cls, plan: ClusterPlan, subnet_id: pulumi.Input[str], group_id: pulumi.Input[str],
-           profile_arn: pulumi.Input[str]) -> ComputeArgs:
+           profile_arn: pulumi.Input[str], code: pulumi.Resource) -> ComputeArgs:
         return cls(cluster=plan.identity, instance_type=plan.instance.name, worker_types=plan.worker_types,
                    image=plan.image,
                    interfaces=plan.fabric.interfaces, root_volume_gb=plan.storage.root_volume_gb,
                    head_address=plan.network.head_address,
                    market=plan.market, placements=plan.placements, roles=(plan.head, plan.worker),
                    workers=plan.workers, lifecycle=plan.lifecycle, gpu_util_target=plan.scaling.gpu_util_target,
-                   tags=plan.tag_map, subnet_id=subnet_id, group_id=group_id, profile_arn=profile_arn)
+                   tags=plan.tag_map, subnet_id=subnet_id, group_id=group_id, profile_arn=profile_arn, code=code)
 
 
 def _interfaces(args: ComputeArgs, fixed_ip: str | None) -> list[dict]:
@@ -152,7 +153,7 @@ class AwsCompute(pulumi.ComponentResource):
             placement=self._placement(role.role), update_default_version=True, tags=tags,
             tag_specifications=[{"resource_type": kind, "tags": tags}
                                 for kind in ("instance", "volume", "network-interface")],
-            opts=pulumi.ResourceOptions(parent=self), **_market_options(args.market))
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.code]), **_market_options(args.market))
 
     def _workers(self, workers: WorkerGroupPlan, role: RolePlan) -> aws.autoscaling.Group:
         args, name, market, lifecycle = self._args, self._name, self._args.market, self._args.lifecycle
@@ -188,9 +189,11 @@ class AwsCompute(pulumi.ComponentResource):
             warm_pool["initial_lifecycle_hooks"] = [{
                 "name": lifecycle.launch_hook.hook, "lifecycle_transition": "autoscaling:EC2_INSTANCE_LAUNCHING",
                 "heartbeat_timeout": lifecycle.launch_hook.timeout_s, "default_result": "ABANDON"}]
-        # A scaling policy owns the group's size: `pulumi up` sets none, so it never puts back the size the policy
-        # chose (docs/cloud-facts.md#rollout-aws-desired).
-        size = {} if args.gpu_util_target is not None else {"desired_capacity": workers.desired}
+        # Made at the plan's desired size (a group made without one starts at min_size); where a scaling policy owns
+        # the size after that, `pulumi up` never puts it back (docs/cloud-facts.md#rollout-aws-desired).
+        size = {"desired_capacity": workers.desired}
+        sized = pulumi.ResourceOptions(parent=self,
+                                       ignore_changes=["desiredCapacity"] if args.gpu_util_target else None)
         # Workers: bounded by the plan, rolled when their launch template (user-data, code hash) changes: the pinned
         # version changes with it, and a change of the launch template starts the instance refresh.
         group = aws.autoscaling.Group(
@@ -198,7 +201,7 @@ class AwsCompute(pulumi.ComponentResource):
             vpc_zone_identifiers=[args.subnet_id],
             health_check_type="EC2", health_check_grace_period=lifecycle.health_grace_s,
             tags=[{"key": key, "value": value, "propagate_at_launch": True} for key, value in role.tags],
-            opts=pulumi.ResourceOptions(parent=self), **size, **capacity, **warm_pool, **refresh)
+            opts=sized, **size, **capacity, **warm_pool, **refresh)
         if lifecycle.drain is not None:
             # Checkpoint before leaving: termination waits for the node's spot watcher (or the drain's timeout).
             aws.autoscaling.LifecycleHook(

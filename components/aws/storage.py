@@ -24,10 +24,14 @@ class AwsStorage(pulumi.ComponentResource):
             self._create(name, storage, tags, child)
         # The bucket's name, read off its resource: whatever names it through this waits for the bucket to exist.
         self.bucket_name: pulumi.Output[str] = self.bucket.id if storage.existing else self.bucket.bucket
-        # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
+        # The training code, under its content hash: a new hash is new user-data, and the nodes roll. Kept when a
+        # new bundle replaces it (the provider's delete removes every version of the key): a node still running
+        # it, or one a group launches from an older template, fetches it by that name
+        # (docs/design.md#the-day-two-model).
         bundle = write_bundle(BUNDLE_DIR, storage.code_sha256)
-        aws.s3.BucketObjectv2(f"{name}-code", bucket=self.bucket.id, key=storage.code_key,
-                              source=pulumi.FileAsset(str(bundle)), tags=object_tags, opts=child)
+        self.code = aws.s3.BucketObjectv2(f"{name}-code", bucket=self.bucket.id, key=storage.code_key,
+                                          source=pulumi.FileAsset(str(bundle)), tags=object_tags,
+                                          opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True))
         self.register_outputs({"bucket": self.bucket.id})
 
     def _create(self, name: str, storage: StoragePlan, tags: dict[str, str], child: pulumi.ResourceOptions) -> None:

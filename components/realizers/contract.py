@@ -42,7 +42,11 @@ class PlanOutputs(TypedDict):
     onDemandHourlyUsd: float | None
     headReplacement: str | None  # when a change replaces the head (LifecyclePlan.head_replacement); None: never
     rollout: list[str]  # what a change of code or settings does to each set of nodes (RolloutPlan.how)
-    nodes: int
+    nodes: int  # nodes the cluster is made with
+    # Where a scaling policy owns the size (and only scales out: a GPU-bound job takes it there and it stays): the
+    # nodes it may grow to, and the hourly cost there; None where only `pulumi up` sizes the cluster.
+    nodesCeiling: int | None
+    ceilingHourlyCostUsd: float | None
     software: dict[str, Any]  # the software matrix the nodes hold to
     failureBudget: dict[str, Any]  # where a stopped replacement loop shows
 

@@ -23,6 +23,8 @@ def plan_outputs(plan: ClusterPlan) -> PlanOutputs:
         headReplacement=plan.lifecycle.head_replacement,
         rollout=[nodes.how for nodes in plan.rollout],
         nodes=plan.scaling.nodes_desired,
+        nodesCeiling=plan.scaling.nodes_max if plan.scaling.policy_sized else None,
+        ceilingHourlyCostUsd=plan.cost.ceiling_hourly if usd else None,
         software=json.loads(plan.software.to_json()),
         failureBudget={"nodes": FAILURE_BUDGET, "permanentReasons": list(PERMANENT_FAILURES),
                        "records": failure_records(plan.storage.checkpoint_uri),

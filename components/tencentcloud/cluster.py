@@ -57,7 +57,7 @@ class TcCluster(pulumi.ComponentResource):
 
         where = Placement(vpc_id=network.vpc.id, subnet_id=network.private.id, group_id=security.group.id,
                           role_name=identity.role.name, hpc_cluster_id=joined("hpc-cluster"),
-                          spread_group_id=joined("spread"))
+                          spread_group_id=joined("spread"), code=storage.code)
         nodes = NodeArgs.of(plan)
         # The head: never spot, at the fixed address every worker rendezvouses with.
         head = cvm_instance(f"{name}-head", nodes, plan.head, where, nodes=HEAD, spot=False, opts=child,

@@ -34,7 +34,8 @@ class TcWorkerGroups(pulumi.ComponentResource):
                 system_disk_type=SYSTEM_DISK, system_disk_size=args.root_volume_gb,
                 cam_role_name=where.role_name, user_data=gzip_base64(role.user_data), public_ip_assigned=False,
                 disaster_recover_group_ids=[spread] if spread else None, instance_tags=tags, tags=tags,
-                opts=pulumi.ResourceOptions(parent=self, ignore_changes=image_ignore_changes(args.image)),
+                opts=pulumi.ResourceOptions(parent=self, ignore_changes=image_ignore_changes(args.image),
+                                            depends_on=[where.code]),
                 **market_args(args.market, group.market == SPOT, "as"))
             # The group, in the nodes' subnet, trying its subnets and types in their order (PRIORITY).
             self.groups[group.name] = tencentcloud.as_.ScalingGroup(

@@ -30,7 +30,7 @@ def cvm_instance(resource_name: str, args: NodeArgs, role: RolePlan, where: Plac
         placement_group_id=where.spread_group_id.get(role.role), tags=role.tag_map,
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions.merge(
             node_options(rollout_of(args.rollout, nodes), None),
-            pulumi.ResourceOptions(ignore_changes=image_ignore_changes(args.image)))),
+            pulumi.ResourceOptions(ignore_changes=image_ignore_changes(args.image), depends_on=[where.code]))),
         **market_args(args.market, spot, "instance"))
 
 

@@ -45,7 +45,8 @@ class NodeArgs:
 
 @dataclass(frozen=True)
 class Placement:
-    """Where nodes go: the VPC/subnet/group every node shares, the HPC cluster and the spread group of each role."""
+    """Where nodes go: the VPC/subnet/group every node shares, the HPC cluster and the spread group of each role; and
+    the code bundle their user-data names, which every node and configuration waits for."""
 
     vpc_id: pulumi.Input[str]
     subnet_id: pulumi.Input[str]
@@ -53,3 +54,4 @@ class Placement:
     role_name: pulumi.Input[str]
     hpc_cluster_id: dict[str, pulumi.Input[str]]
     spread_group_id: dict[str, pulumi.Input[str]]
+    code: pulumi.Resource

@@ -27,8 +27,11 @@ class TcStorage(pulumi.ComponentResource):
                                                   tags=tags, opts=child)
         # The bucket's name, read off its resource: whatever names it through this waits for the bucket to exist.
         self.bucket_name: pulumi.Output[str] = self.bucket.id if storage.existing else self.bucket.bucket
-        # The training code, under its content hash: a new hash is new user-data, and the nodes roll.
-        tencentcloud.cos.BucketObject(f"{name}-code", bucket=self.bucket_name, key=storage.code_key,
-                                      source=str(write_bundle(BUNDLE_DIR, storage.code_sha256)), acl="private",
-                                      tags=object_tags, opts=child)
+        # The training code, under its content hash: a new hash is new user-data, and the nodes roll. Kept when a
+        # new bundle replaces it: a node still running it, or one booted from its user-data, fetches it by that
+        # name (docs/design.md#the-day-two-model).
+        self.code = tencentcloud.cos.BucketObject(
+            f"{name}-code", bucket=self.bucket_name, key=storage.code_key,
+            source=str(write_bundle(BUNDLE_DIR, storage.code_sha256)), acl="private", tags=object_tags,
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True))
         self.register_outputs({"bucket": self.bucket.bucket})

@@ -174,3 +174,22 @@ def test_on_the_local_cluster_an_ended_worker_is_booted_anew_and_the_head_is_hel
     assert [n.name for n, _ in decision.refused] == ["head"]
     assert decision.refused[0][1] == ("its instance is ended, and it hosts the running job's rendezvous and decides "
                                       "its end: no replacement joins that job; bring the cluster up again")
+
+
+def test_a_node_whose_replacement_would_boot_other_user_data_is_refused_and_only_that_one():
+    """A replacement is made from the checkout's program: where its user-data is not what the node was deployed with
+    (a change not deployed yet), heal refuses the node; a node whose user-data comes from a launch template heal
+    does not touch (None) and one deployed with the checkout's are replaced."""
+    planned = {HEAD: "head v2", WORKER: "worker v2"}
+    nodes = [Node("u0", "w-0", WORKER, "i-0", None, None, user_data="worker v1"),
+             Node("u1", "w-1", WORKER, "i-1", None, None, user_data="worker v2"),
+             Node("u2", "w-2", WORKER, "i-2", "running", "failed:nccl:allreduce", user_data="worker v1"),
+             Node("uh", "head", HEAD, "i-h", None, None)]
+    decision = decide_heal((), nodes, ("stopped",), budget=FAILURE_BUDGET, permanent=PERMANENT_FAILURES,
+                           deadline_s=MARK_DEADLINE_S, planned=planned)
+    assert [r.node.name for r in decision.replace] == ["w-1", "head"]
+    assert [(node.name, "not what the cluster was deployed with" in why) for node, why in decision.refused] == [
+        ("w-0", True), ("w-2", True)]
+    healthy = Node("u3", "w-3", WORKER, "i-3", "running", "in-service", user_data="worker v1")
+    assert decide_heal((), [healthy], ("stopped",), budget=FAILURE_BUDGET, permanent=PERMANENT_FAILURES,
+                       deadline_s=MARK_DEADLINE_S, planned=planned).refused == (), "a node needing nothing: no concern"

@@ -13,9 +13,13 @@ def shipped(name: str):
     return spec_and_plan(load_stack_file(PROJECT_ROOT / "stacks" / f"Pulumi.{name}.yaml"))[1]
 
 
-def asg(name: str) -> dict:
+def asg_record(name: str) -> dict:
     preview = run_program(load_stack_file(PROJECT_ROOT / "stacks" / f"Pulumi.{name}.yaml"))
-    return next(r["inputs"] for r in preview.resources if r["type"] == "aws:autoscaling/group:Group")
+    return next(r for r in preview.resources if r["type"] == "aws:autoscaling/group:Group")
+
+
+def asg(name: str) -> dict:
+    return asg_record(name)["inputs"]
 
 
 def test_a_new_node_has_time_to_fetch_its_bundle_before_health_checks_count():
@@ -49,15 +53,21 @@ def test_clouds_without_the_settings_get_none():
             None, None, False), name
 
 
-def test_a_scaling_policy_owns_the_aws_group_size_and_never_scales_in():
-    """With a GPU-utilisation target, `pulumi up` sets no size (it would put back what the policy chose) and the
-    policy never takes a rank from the running job (docs/cloud-facts.md#rollout-gpu-target)."""
+def test_a_scaling_policy_owns_the_aws_group_size_once_made_and_never_scales_in():
+    """With a GPU-utilisation target, the group is made at the desired size (without one it would start at its min),
+    `pulumi up` ignores the size after that (it would put back what the policy chose), the policy never takes a rank
+    from the running job, and the plan prices the max it grows to (docs/cloud-facts.md#rollout-gpu-target)."""
     preview = run_program(load_stack_file(PROJECT_ROOT / "stacks" / "Pulumi.aws-p5.yaml"))
-    group = next(r["inputs"] for r in preview.resources if r["type"] == "aws:autoscaling/group:Group")
+    group = next(r for r in preview.resources if r["type"] == "aws:autoscaling/group:Group")
     policies = [r["inputs"] for r in preview.resources if r["type"] == "aws:autoscaling/policy:Policy"]
     assert policies and all(p["targetTrackingConfiguration"]["disableScaleIn"] is True for p in policies)
-    assert "desiredCapacity" not in group
-    assert asg("aws-p4d-capacity-block")["desiredCapacity"] == shipped("aws-p4d-capacity-block").workers[0].desired
+    assert group["inputs"]["desiredCapacity"] == shipped("aws-p5").workers[0].desired == 3
+    assert group["options"]["ignoreChanges"] == ["desiredCapacity"]
+    assert (preview.outputs["nodes"], preview.outputs["nodesCeiling"]) == (4, 8)
+    assert preview.outputs["ceilingHourlyCostUsd"] > preview.outputs["hourlyCostUsd"]
+    fixed = asg_record("aws-p4d-capacity-block")
+    assert fixed["inputs"]["desiredCapacity"] == shipped("aws-p4d-capacity-block").workers[0].desired
+    assert "ignoreChanges" not in fixed["options"]
 
 
 def test_a_warm_pool_holds_each_worker_at_a_launching_hook_its_node_completes():

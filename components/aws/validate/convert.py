@@ -36,6 +36,7 @@ class Conversion:
     resources: dict[str, dict[str, dict]] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
     paths: dict[tuple, str] = field(default_factory=dict)
+    ids: dict[str, str] = field(default_factory=dict)  # Terraform address -> the stand-in id of the resource
     skipped: list[Skipped] = field(default_factory=list)
     unresolved: list[tuple[str, str, str]] = field(default_factory=list)
 
@@ -170,6 +171,8 @@ def convert(records: list[dict[str, Any]], schemas: dict[str, dict], region: str
     for record, tf_type in typed:
         name = tf_name(record["name"])
         conversion.names[f"{tf_type}.{name}"] = record["name"]
+        if mock_id(record["name"]) in known:
+            conversion.ids[f"{tf_type}.{name}"] = known[mock_id(record["name"])]
         converter = _Converter(conversion, known, mocks, record["name"])
         body = converter.block(record["inputs"], schemas[tf_type]["block"], (tf_type, name), "")
         conversion.resources.setdefault(tf_type, {})[name] = body
